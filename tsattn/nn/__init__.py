@@ -1,0 +1,21 @@
+"""The attention layer and its parts: RoPE, sinks, multi-head attention (softmax | continuous), blocks."""
+from .attention import ATTENTIONS, MultiHeadAttention, knot_dt, set_attention
+from .blocks import BatchNormTokens, FeedForward, RevIN, causal_patch_statistics
+from .rope import RotaryEmbedding, apply_rope, rope_angles
+from .sinks import SINKS, SinkKV
+
+__all__ = [
+    "ATTENTIONS",
+    "SINKS",
+    "BatchNormTokens",
+    "FeedForward",
+    "MultiHeadAttention",
+    "RevIN",
+    "RotaryEmbedding",
+    "SinkKV",
+    "apply_rope",
+    "causal_patch_statistics",
+    "knot_dt",
+    "rope_angles",
+    "set_attention",
+]
