@@ -60,6 +60,9 @@ def _expand_dt(dt, batch: int, n: int, q: torch.Tensor) -> torch.Tensor:
         dt = dt.expand(batch, n)
     except RuntimeError:
         raise ValueError(f"`dt` of shape {tuple(dt.shape)} does not broadcast to [B, N] = [{batch}, {n}]") from None
+    # A data-dependent check cannot be traced: under torch.compile it is left to eager runs.
+    if torch.compiler.is_compiling():
+        return dt
     if not bool((dt > 0).all()) or not bool(torch.isfinite(dt).all()):
         raise ValueError("`dt` must be positive and finite everywhere (knot times strictly increasing)")
     return dt

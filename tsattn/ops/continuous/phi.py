@@ -14,10 +14,12 @@ import math
 
 import torch
 
-# Below this |x| the Taylor series is used; above it the closed forms lose at most ~2 bits.
-SERIES_RADIUS = 2.0
-# Highest power kept in the series of phi2, per compute dtype: 2^(n+1) / (n+3)! < eps / 10.
-_SERIES_DEGREE = {torch.float32: 15, torch.float64: 24}
+# Below this |x| the Taylor series is used; above it the closed forms lose at most ~4 bits
+# (phi2' is the worst: e^x (x-2) + (x+2) cancels to 0.28 at x = 1).
+SERIES_RADIUS = 1.0
+# Highest power kept in the series of phi2 and phi2', per compute dtype: the first dropped term,
+# (n+2) / (n+4)! at |x| = 1, is below the dtype's rounding error.
+_SERIES_DEGREE = {torch.float32: 9, torch.float64: 17}
 
 
 def series_degree(dtype: torch.dtype) -> int:
@@ -62,9 +64,9 @@ def log_phi2(x: torch.Tensor) -> torch.Tensor:
     """log phi2(x), finite and accurate for every finite x.
 
     Three regions, each free of cancellation:
-      |x| < 2:  log of the Taylor series,
-      x >= 2:   x - 2 log x + log1p(-(1 + x) e^{-x}),
-      x <= -2:  log(e^x - 1 - x) - 2 log(-x)   (e^x - 1 - x = -x - (1 - e^x) > 0.86).
+      |x| < 1:  log of the Taylor series,
+      x >= 1:   x - 2 log x + log1p(-(1 + x) e^{-x}),
+      x <= -1:  log(e^x - 1 - x) - 2 log(-x)   (e^x - 1 - x = -x - (1 - e^x) >= 1/e).
     Half-precision inputs are evaluated in float32 and returned in their own dtype.
     Differentiable (autograd flows through the selected region only).
     """

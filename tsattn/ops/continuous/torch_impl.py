@@ -60,7 +60,7 @@ def _segment_weights(a: torch.Tensor, causal: bool, need_grad_terms: bool):
     cR = torch.where(small, e_right * p2_neg, (e_left - e_right * (1.0 - d_large)) * inv2)
     g = None
     if need_grad_terms:
-        dp2 = horner(d_small, dphi2_coefficients(degree - 1))
+        dp2 = horner(d_small, dphi2_coefficients(degree))
         g = torch.where(small, e_left * dp2, (e_right * (d_large - 2.0) + e_left * (d_large + 2.0)) * inv2 * inv)
     if causal:
         seen = _interval_mask(n, a.device)
