@@ -1,0 +1,109 @@
+"""Calendar features per row ("timeF" in Time-Series-Library): each in [-0.5, 0.5].
+
+The feature set follows the series' frequency, finest unit first:
+
+| frequency            | features                                                        |
+|----------------------|-----------------------------------------------------------------|
+| seconds              | second, minute, hour, day of week, day of month, day of year    |
+| minutes (``15min``)  | minute, hour, day of week, day of month, day of year            |
+| hours (``h``)        | hour, day of week, day of month, day of year                    |
+| days (``D``, ``B``)  | day of week, day of month, day of year                          |
+| weeks (``W``)        | day of month, week of year                                      |
+| months, quarters     | month of year                                                   |
+| years                | (none)                                                          |
+
+Note: Time-Series-Library's scripts pass ``freq='h'`` by default even for 15-minute data, which
+gives the 4 hourly features; pass ``calendar_freq="h"`` to reproduce that.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from pandas.tseries import offsets
+
+from .errors import DataError
+
+__all__ = ["calendar_feature_names", "calendar_features"]
+
+
+def _second(ts):
+    return ts.second / 59.0 - 0.5
+
+
+def _minute(ts):
+    return ts.minute / 59.0 - 0.5
+
+
+def _hour(ts):
+    return ts.hour / 23.0 - 0.5
+
+
+def _day_of_week(ts):
+    return ts.dayofweek / 6.0 - 0.5
+
+
+def _day_of_month(ts):
+    return (ts.day - 1) / 30.0 - 0.5
+
+
+def _day_of_year(ts):
+    return (ts.dayofyear - 1) / 365.0 - 0.5
+
+
+def _month_of_year(ts):
+    return (ts.month - 1) / 11.0 - 0.5
+
+
+def _week_of_year(ts):
+    return (ts.isocalendar().week.to_numpy(dtype=np.float64) - 1) / 52.0 - 0.5
+
+
+_FEATURES = {
+    "second": _second,
+    "minute": _minute,
+    "hour": _hour,
+    "day_of_week": _day_of_week,
+    "day_of_month": _day_of_month,
+    "day_of_year": _day_of_year,
+    "month_of_year": _month_of_year,
+    "week_of_year": _week_of_year,
+}
+_DAILY = ("day_of_week", "day_of_month", "day_of_year")
+
+
+def calendar_feature_names(freq: str) -> tuple[str, ...]:
+    """The calendar features for a pandas offset alias ``freq`` (see the module table)."""
+    try:
+        offset = pd.tseries.frequencies.to_offset(freq)
+    except (ValueError, TypeError):
+        raise DataError(f"calendar frequency {freq!r} is not a pandas offset alias (e.g. 'h', '15min', 'D')") from None
+    if isinstance(offset, (offsets.YearBegin, offsets.YearEnd, offsets.BYearBegin, offsets.BYearEnd)):
+        return ()
+    if isinstance(offset, (offsets.QuarterBegin, offsets.QuarterEnd, offsets.BQuarterBegin, offsets.BQuarterEnd)):
+        return ("month_of_year",)
+    if isinstance(offset, (offsets.MonthBegin, offsets.MonthEnd, offsets.BusinessMonthBegin, offsets.BusinessMonthEnd)):
+        return ("month_of_year",)
+    if isinstance(offset, offsets.Week):
+        return ("day_of_month", "week_of_year")
+    if isinstance(offset, (offsets.Day, offsets.BusinessDay)):
+        return _DAILY
+    if isinstance(offset, offsets.Hour):
+        return ("hour",) + _DAILY
+    if isinstance(offset, offsets.Minute):
+        return ("minute", "hour") + _DAILY
+    if isinstance(offset, (offsets.Second, offsets.Milli, offsets.Micro, offsets.Nano)):
+        return ("second", "minute", "hour") + _DAILY
+    raise DataError(
+        f"no calendar features are defined for frequency {freq!r}; pass calendar_freq= one of "
+        "'s', 'min', 'h', 'D', 'B', 'W', 'MS', 'QS', 'YS', or turn calendar features off"
+    )
+
+
+def calendar_features(timestamps: pd.DatetimeIndex, freq: str) -> np.ndarray:
+    """float32 [N, F] calendar features of ``timestamps`` for frequency ``freq``, each in [-0.5, 0.5]."""
+    names = calendar_feature_names(freq)
+    ts = pd.DatetimeIndex(timestamps)
+    if not names:
+        return np.zeros((len(ts), 0), dtype=np.float32)
+    columns = [np.asarray(_FEATURES[n](ts), dtype=np.float64) for n in names]
+    return np.stack(columns, axis=1).astype(np.float32)
