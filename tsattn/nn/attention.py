@@ -107,7 +107,7 @@ class MultiHeadAttention(nn.Module):
     # -- the switch --------------------------------------------------------------------------
     @property
     def attention(self) -> str:
-        """"softmax" or "continuous"; assign to switch in place (weights are shared)."""
+        """The inner attention, "softmax" or "continuous"; assign to switch in place (weights are shared)."""
         return self._attention
 
     @attention.setter
