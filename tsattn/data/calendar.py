@@ -39,7 +39,7 @@ def _hour(ts):
 
 
 def _day_of_week(ts):
-    return ts.dayofweek / 6.0 - 0.5
+    return ts.day_of_week / 6.0 - 0.5
 
 
 def _day_of_month(ts):
@@ -47,7 +47,7 @@ def _day_of_month(ts):
 
 
 def _day_of_year(ts):
-    return (ts.dayofyear - 1) / 365.0 - 0.5
+    return (ts.day_of_year - 1) / 365.0 - 0.5
 
 
 def _month_of_year(ts):

@@ -81,8 +81,8 @@ def select_channels(
             continue
         if t in dropped:
             raise DataError(
-                f"target {t!r} is a text column, not numbers; a target must be numeric: pick one of "
-                f"{columns} or encode it as numbers"
+                f"target {t!r} is not numeric (a text column, or one with no values); a target must be "
+                f"numbers: pick one of {columns} or encode it as numbers"
             )
         raise DataError(f"target {t!r} is not a value column; pass target=<one of {columns}>")
     if targets is None:

@@ -11,7 +11,8 @@
 6. computes knot times: time since the first row in units of the median step.
 
 Value columns: a column is a value column when pandas reads it as numbers (or booleans). A text
-column is dropped and listed in ``SeriesTable.dropped_columns``, unless at least half of its
+column, or a column with no values at all, is dropped and listed in ``SeriesTable.dropped_columns``
+(unless named in ``columns=``), unless at least half of its
 non-empty cells parse as numbers: then it is a numeric column with stray text (say ``"n/a"``), and
 reading stops with an error naming the bad cells, because dropping it silently would lose a channel.
 
@@ -66,7 +67,7 @@ class SeriesTable:
         step: the median positive step between consecutive timestamps.
         freq: a pandas offset alias: the given one, else ``pd.infer_freq``, else from ``step``.
         time_column: the time column's name (None when it was the DataFrame's index).
-        dropped_columns: text columns left out of ``columns``.
+        dropped_columns: text (or entirely empty) columns left out of ``columns``.
         source: where the data came from (a path, or ``"<DataFrame>"``).
     """
 
@@ -193,10 +194,13 @@ def _select_value_columns(
     kept, dropped = [], []
     for c in candidates:
         s = frame[c]
+        non_empty = s.notna().to_numpy()
+        if not explicit and not non_empty.any():
+            dropped.append(c)  # every cell empty or a missing marker: nothing to learn from
+            continue
         if ptypes.is_bool_dtype(s) or ptypes.is_numeric_dtype(s):
             kept.append(c)
             continue
-        non_empty = s.notna().to_numpy()
         as_numbers = pd.to_numeric(s, errors="coerce")
         parsed = as_numbers.notna().to_numpy()
         n_text = int((non_empty & ~parsed).sum())
@@ -363,7 +367,7 @@ def read_series(
             f"{source} has no numeric value columns (text columns: {[str(c) for c in dropped]}); a "
             "forecasting series needs at least one column of numbers"
         )
-    values = frame[kept].apply(pd.to_numeric).to_numpy(dtype=np.float64, na_value=np.nan)  # [N, C]
+    values = frame[kept].apply(pd.to_numeric).to_numpy(dtype=np.float64, na_value=np.nan, copy=True)  # [N, C]
     position = np.arange(len(frame))  # original row of each current row, for messages
 
     # -- order ------------------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from .channels import FEATURE_MODES, ChannelSelection, select_channels
 from .csv import DUPLICATE_POLICIES, KNOT_TIME_MODES, MISSING_POLICIES, SeriesTable, check_freq, read_series
 from .errors import DataError, UnknownDatasetError
 from .scaling import fit_scaler, inverse_transform_channels
-from .splits import SPLIT_PROTOCOLS, SPLITS, SplitBorders, check_positive_int, split_borders
+from .splits import SPLITS, SplitBorders, check_positive_int, check_protocol, split_borders
 from .windows import WindowDataset
 
 __all__ = ["CSVDataModule"]
@@ -115,8 +115,9 @@ class CSVDataModule(pl.LightningDataModule):
             raise DataError(f"num_workers must be an integer >= 0; got {num_workers!r}")
         if features not in FEATURE_MODES:
             select_channels([], features)  # raises the standard message
+        if split is not None:
+            check_protocol(split)
         for name, value, choices in (
-            ("split", split, SPLIT_PROTOCOLS),
             ("missing", missing, MISSING_POLICIES),
             ("duplicates", duplicates, DUPLICATE_POLICIES),
             ("knot_times", knot_times, KNOT_TIME_MODES),

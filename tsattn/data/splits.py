@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from .errors import DataError
 
-__all__ = ["SPLIT_PROTOCOLS", "SPLITS", "SplitBorders", "check_positive_int", "split_borders"]
+__all__ = ["SPLIT_PROTOCOLS", "SPLITS", "SplitBorders", "check_positive_int", "check_protocol", "split_borders"]
 
 SPLIT_PROTOCOLS = ("ett-hour", "ett-minute", "ratio")
 SPLITS = ("train", "val", "test")
@@ -71,6 +71,16 @@ def check_positive_int(name: str, value) -> int:
     return value
 
 
+def check_protocol(split: str) -> str:
+    """Raise unless ``split`` names a protocol."""
+    if split not in SPLIT_PROTOCOLS:
+        raise DataError(
+            f"split must be one of {SPLIT_PROTOCOLS} ('ett-hour' / 'ett-minute': 12/4/4 months of ETT "
+            f"data; 'ratio': 7:1:2 by rows); got {split!r}"
+        )
+    return split
+
+
 def split_borders(n_rows: int, lookback: int, split: str = "ratio") -> SplitBorders:
     """The protocol's segment borders for a series of ``n_rows`` rows.
 
@@ -80,11 +90,7 @@ def split_borders(n_rows: int, lookback: int, split: str = "ratio") -> SplitBord
         split: ``"ett-hour"``, ``"ett-minute"`` or ``"ratio"``.
     """
     lookback = check_positive_int("lookback", lookback)
-    if split not in SPLIT_PROTOCOLS:
-        raise DataError(
-            f"split must be one of {SPLIT_PROTOCOLS} ('ett-hour' / 'ett-minute': 12/4/4 months of ETT "
-            f"data; 'ratio': 7:1:2 by rows); got {split!r}"
-        )
+    check_protocol(split)
     if split in ("ett-hour", "ett-minute"):
         month = _MONTH_HOURS * (1 if split == "ett-hour" else 4)
         ends = (12 * month, 16 * month, 20 * month)

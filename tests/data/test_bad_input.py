@@ -1,0 +1,263 @@
+"""Bad input: each case raises one clear DataError naming the problem and the fix; nothing is written.
+
+Every test goes through the public entry points (``CSVDataModule`` + ``setup()``, or
+``read_series``), asserts the exception type and a key phrase of the message, and checks that the
+folder holding the input is unchanged afterwards.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tsattn.data import (
+    CSVDataModule,
+    DataError,
+    DataFileNotFoundError,
+    UnknownDatasetError,
+    read_series,
+)
+
+
+def _listing(folder):
+    return sorted((p.relative_to(folder), p.stat().st_size) for p in folder.rglob("*"))
+
+
+@pytest.fixture
+def raises(tmp_path):
+    """raises(exc_type, *phrases, fn) runs fn, checks the error and that tmp_path is unchanged."""
+
+    def check(exc_type, *phrases_and_fn):
+        *phrases, fn = phrases_and_fn
+        before = _listing(tmp_path)
+        with pytest.raises(exc_type) as info:
+            fn()
+        message = str(info.value)
+        for phrase in phrases:
+            assert phrase in message, f"{phrase!r} not in {message!r}"
+        assert _listing(tmp_path) == before, "an error left files behind"
+        return message
+
+    return check
+
+
+def _setup(data, lookback=4, horizon=2, **kwargs):
+    return lambda: CSVDataModule(data, lookback, horizon, **kwargs).setup()
+
+
+# -- the file -------------------------------------------------------------------------------------------
+def test_missing_file(tmp_path, raises):
+    msg = raises(DataFileNotFoundError, "CSV file not found", _setup(str(tmp_path / "absent.csv")))
+    assert "absent.csv" in msg
+    assert issubclass(DataFileNotFoundError, FileNotFoundError) and issubclass(DataFileNotFoundError, DataError)
+
+
+def test_empty_file(make_csv, raises):
+    raises(DataError, "is empty", "header row and data rows", _setup(str(make_csv(""))))
+
+
+def test_header_only(make_csv, raises):
+    raises(DataError, "no data rows", _setup(str(make_csv("date,a,OT\n"))))
+
+
+def test_ragged_rows(make_csv, raises):
+    path = make_csv("date,a,OT\n2021-01-01 00:00,1,2\n2021-01-01 01:00,1,2,3,4\n")
+    raises(DataError, "could not be parsed", "same number", _setup(str(path)))
+
+
+def test_directory_instead_of_file(tmp_path, raises):
+    (tmp_path / "folder.csv").mkdir()
+    raises(DataError, "is a directory", _setup(str(tmp_path / "folder.csv")))
+
+
+def test_data_of_wrong_type(raises):
+    raises(DataError, "data must be a path to a CSV file", lambda: CSVDataModule(42, 4, 2))
+
+
+def test_unknown_dataset_name(raises):
+    msg = raises(UnknownDatasetError, "neither a registered dataset", lambda: CSVDataModule("ETTh3", 4, 2))
+    assert "ETTh1" in msg  # lists the registered names
+
+
+def test_repeated_column_names(hourly_frame, raises):
+    frame = hourly_frame(20)
+    frame.columns = ["date", "a", "a", "OT"]
+    raises(DataError, "repeats column name", _setup(frame))
+
+
+# -- the time column ------------------------------------------------------------------------------------
+def test_no_time_column(make_csv, raises):
+    path = make_csv("when,a,OT\n2021-01-01,1,2\n2021-01-02,1,2\n")
+    raises(DataError, "no time column found", "time_column=", _setup(str(path)))
+
+
+def test_named_time_column_absent(hourly_frame, raises):
+    raises(DataError, "time column 'stamp' is not in the data", _setup(hourly_frame(20), time_column="stamp"))
+
+
+def test_unparseable_dates(make_csv, raises):
+    path = make_csv("date,a,OT\n2021-01-01 00:00,1,2\n2021-01-01 01:00,1,2\nnot a date,1,2\n")
+    msg = raises(DataError, "could not be parsed", "'not a date' at row 2 (line 4)", _setup(str(path)))
+    assert "time_format=" in msg
+
+
+def test_empty_timestamp_cell(make_csv, raises):
+    path = make_csv("date,a,OT\n2021-01-01 00:00,1,2\n,1,2\n2021-01-01 02:00,1,2\n")
+    raises(DataError, "empty cell", "row 1", _setup(str(path)))
+
+
+def test_numeric_time_column(make_csv, raises):
+    path = make_csv("time,a,OT\n1,1,2\n2,1,2\n3,1,2\n")
+    raises(DataError, "holds numbers, not dates", "pd.to_datetime", _setup(str(path)))
+
+
+def test_unsorted_timestamps(make_csv, raises):
+    path = make_csv("date,a,OT\n2021-01-01 00:00,1,2\n2021-01-01 02:00,1,2\n2021-01-01 01:00,1,2\n")
+    raises(DataError, "not in increasing order", "row 2 (line 4)", "sort=True", _setup(str(path)))
+
+
+def test_duplicated_timestamps(make_csv, raises):
+    path = make_csv("date,a,OT\n2021-01-01 00:00,1,2\n2021-01-01 01:00,1,2\n2021-01-01 01:00,1,3\n")
+    raises(DataError, "timestamps repeat", "row 1 (line 3) and row 2 (line 4)", "duplicates=", _setup(str(path)))
+
+
+def test_keep_duplicates_needs_index_knots(hourly_frame, raises):
+    raises(DataError, "zero spacing", "knot_times='index'", _setup(hourly_frame(20), duplicates="keep",
+                                                                     knot_times="timestamps"))
+
+
+def test_single_timestamp(make_csv, raises):
+    raises(DataError, "fewer than 2 distinct timestamps", _setup(str(make_csv("date,a\n2021-01-01,1\n"))))
+
+
+# -- the values -----------------------------------------------------------------------------------------
+def test_nan_values(make_csv, raises):
+    path = make_csv("date,a,OT\n2021-01-01 00:00,1,\n2021-01-01 01:00,,2\n2021-01-01 02:00,1,\n")
+    msg = raises(DataError, "3 missing value(s)", "'OT': 2", "'a': 1", "missing='interpolate'", "missing='ffill'",
+                 _setup(str(path)))
+    assert "row 0 (line 2)" in msg
+
+
+def test_sentinel_values(make_csv, raises):
+    path = make_csv("date,a,OT\n2021-01-01 00:00,1,-9999\n2021-01-01 01:00,1,2\n2021-01-01 02:00,1,2\n")
+    raises(DataError, "1 missing value(s)", "'OT': 1", _setup(str(path), na_values=[-9999]))
+
+
+def test_infinite_values(hourly_frame, raises):
+    frame = hourly_frame(20)
+    frame.loc[5, "a"] = np.inf
+    raises(DataError, "infinite value", "'a'", "row 5", "na_values=['inf', '-inf']", _setup(frame))
+
+
+def test_numeric_column_with_stray_text(make_csv, raises):
+    path = make_csv("date,a,OT\n2021-01-01 00:00,1.5,2\n2021-01-01 01:00,--,2\n2021-01-01 02:00,2.5,2\n")
+    raises(DataError, "column 'a' is numeric but 1 cell(s) hold text", "'--' at row 1", "na_values=",
+           _setup(str(path)))
+
+
+def test_no_numeric_columns(make_csv, raises):
+    path = make_csv("date,kind\n2021-01-01 00:00,x\n2021-01-01 01:00,y\n")
+    raises(DataError, "no numeric value columns", _setup(str(path)))
+
+
+def test_requested_text_column(make_csv, raises):
+    path = make_csv("date,a,kind\n2021-01-01 00:00,1,x\n2021-01-01 01:00,2,y\n")
+    raises(DataError, "column 'kind' holds text", _setup(str(path), columns=["a", "kind"]))
+
+
+def test_unknown_value_column(hourly_frame, raises):
+    raises(DataError, "columns ['zz'] are not value columns", _setup(hourly_frame(20), columns=["a", "zz"]))
+
+
+def test_all_missing_column_cannot_be_filled(hourly_frame, raises):
+    frame = hourly_frame(20)
+    frame["b"] = np.nan
+    raises(DataError, "have no values at all", "columns=", _setup(frame, missing="interpolate",
+                                                                  columns=["a", "b", "OT"]))
+    # not named in columns=: an empty column is dropped like a text column
+    assert read_series(frame).dropped_columns == ("b",)
+
+
+# -- targets and features -------------------------------------------------------------------------------
+def test_unknown_target(hourly_frame, raises):
+    raises(DataError, "target 'price' is not a value column", _setup(hourly_frame(50), target="price"))
+
+
+@pytest.mark.parametrize("marker", ["Christmas Day", "None"])  # text, or only pandas' missing markers
+def test_text_target(make_csv, raises, marker):
+    rows = "".join(f"2021-01-01 {h:02d}:00,{h},{marker if h == 5 else 'None'}\n" for h in range(20))
+    path = make_csv("date,a,holiday\n" + rows)
+    raises(DataError, "target 'holiday' is not numeric", _setup(str(path), features="MS", target="holiday"))
+
+
+def test_single_channel_mode_needs_a_target(hourly_frame, raises):
+    frame = hourly_frame(50, columns=("a", "b"))
+    raises(DataError, "needs a target column", "no 'OT' column", _setup(frame, features="S"))
+
+
+def test_unknown_features(raises):
+    raises(DataError, "features must be 'M'", lambda: CSVDataModule("ETTh1", 4, 2, features="MM"))
+
+
+# -- protocol and window sizes --------------------------------------------------------------------------
+def test_unknown_split(raises):
+    raises(DataError, "split must be one of", lambda: CSVDataModule("ETTh1", 4, 2, split="80/20"))
+
+
+def test_unknown_missing_policy(raises):
+    raises(DataError, "`missing` must be one of", lambda: CSVDataModule("ETTh1", 4, 2, missing="drop"))
+
+
+@pytest.mark.parametrize("lookback, horizon", [(0, 24), (-3, 24), (96, 0), (96, -1), (96.0, 24), (True, 24)])
+def test_nonpositive_or_noninteger_sizes(lookback, horizon, raises):
+    raises(DataError, "must be a positive integer", lambda: CSVDataModule("ETTh1", lookback, horizon))
+
+
+def test_too_few_rows_for_a_window(hourly_frame, raises):
+    # 100 rows, ratio: train 70, val 10 (+ lookback), test 20 (+ lookback): L = 8, H = 16 fails in val.
+    raises(DataError, "too few rows for lookback + horizon = 8 + 16 = 24 in the val split", "shorter lookback",
+           _setup(hourly_frame(100), lookback=8, horizon=16))
+
+
+def test_lookback_longer_than_train(hourly_frame, raises):
+    raises(DataError, "longer than the train segment", _setup(hourly_frame(100), lookback=80, horizon=2))
+
+
+def test_ett_protocol_on_short_data(hourly_frame, raises):
+    raises(DataError, "split='ett-hour' needs at least 14400 rows", "split='ratio'",
+           _setup(hourly_frame(500), split="ett-hour"))
+
+
+def test_bad_frequency(raises):
+    raises(DataError, "not a pandas offset alias", lambda: CSVDataModule("ETTh1", 4, 2, freq="fortnightly"))
+
+
+def test_registered_dataset_absent_at_setup(tmp_path, monkeypatch, raises):
+    monkeypatch.setenv("TSATTN_DATA_DIR", str(tmp_path / "empty"))
+    dm = CSVDataModule("ETTh1", 4, 2)
+    msg = raises(DataFileNotFoundError, "not available locally", "python -m tsattn.data fetch ETTh1", dm.setup)
+    assert "TSATTN_DATA_DIR" in msg and "ETTh1.csv" in msg
+
+
+# -- edge cases that must NOT fail ----------------------------------------------------------------------
+def test_constant_column_scales_without_nan(hourly_frame):
+    frame = hourly_frame(200)
+    frame["b"] = 3.0
+    dm = CSVDataModule(frame, 8, 4)
+    dm.setup()
+    assert dm.scaler.scale_[dm.channel_names.index("b")] == 1.0  # scikit-learn's zero-variance rule
+    for ds in (dm.train_dataset, dm.val_dataset, dm.test_dataset):
+        assert torch_all_finite(ds.values)
+    assert float(dm.train_dataset[0]["x"][:, dm.channel_names.index("b")].abs().max()) == 0.0
+
+
+def torch_all_finite(t) -> bool:
+    return bool(np.isfinite(t.numpy()).all())
+
+
+def test_read_series_never_modifies_a_dataframe(hourly_frame):
+    frame = hourly_frame(30)
+    frame.loc[3, "a"] = -9999.0
+    before = frame.copy()
+    read_series(frame, na_values=[-9999], missing="interpolate")
+    pd.testing.assert_frame_equal(frame, before)
