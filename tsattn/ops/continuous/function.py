@@ -1,0 +1,212 @@
+"""Triton backend of continuous attention: block-size heuristics, launchers, autograd.Function.
+
+``continuous_attention_triton`` is what ``continuous_attention(..., backend="triton")`` calls with
+k0 [B,H,1,D], v0 [B,H,1,Dv] and dt [B,N] already expanded (possibly stride-0 views). Gradients
+flow to q, k, v, k0, v0 and dt; memory is O(N): O, the row LSE and O(N D) gradient buffers.
+
+Choices (see benchmarks/KERNEL_NOTES.md):
+- the sink is concatenated on the host (keys = [k0; k], values = [v0; v]: one O(N D) copy), so
+  the kernels see N + 1 knots and need no special case for knot 0;
+- dK/dV of a block's left and right knots go to two fp32 buffers added on the host, so no knot
+  is written by two programs;
+- dq by fp32 atomics inside the dK/dV kernel on a GPU (the elementwise work, which dominates
+  here, is done once); a separate dq kernel (deterministic) under the interpreter or when
+  ``ATOMIC_DQ`` is set to False.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+import triton
+
+from .triton_bwd import _bwd_dkdv_kernel, _bwd_dq_kernel, _bwd_preprocess
+from .triton_fwd import _fwd_kernel
+
+SUPPORTED_HEAD_DIMS = (16, 32, 64, 128)
+SUPPORTED_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+# dq accumulated by atomics in the dK/dV kernel (None: yes on a GPU, no under the interpreter).
+ATOMIC_DQ: Optional[bool] = None
+# tl.dot precision for float32 inputs: "ieee" keeps fp32 accuracy; "tf32" is faster and ~3e-4.
+FP32_DOT_PRECISION = "ieee"
+
+
+# ---------------------------------------------------------------------------------------------
+# Heuristics
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class KernelConfig:
+    """Block sizes and launch options of one kernel."""
+
+    block_m: int        # queries per tile
+    block_n: int        # intervals (knots) per tile
+    num_warps: int = 4
+    num_stages: int = 2
+
+
+def interpreting() -> bool:
+    """True when Triton runs its CPU interpreter (TRITON_INTERPRET=1 was set before the import)."""
+    return not isinstance(_fwd_kernel, triton.runtime.JITFunction)
+
+
+def fwd_config(d: int, dv: int, causal: bool) -> KernelConfig:
+    """Forward tiles: smallest legal ones under the interpreter; on a GPU a table sized so that
+    ptxas reports no spills for sm_90 (a first guess until measured: KERNEL_NOTES.md)."""
+    if interpreting():
+        return KernelConfig(16, 16, 1, 1)
+    if max(d, dv) <= 64:
+        return KernelConfig(128, 64, 8, 2)
+    return KernelConfig(128, 32, 8, 2)
+
+
+def bwd_config(d: int, dv: int, causal: bool) -> KernelConfig:
+    """dK/dV and dq tiles (block_m: queries, block_n: intervals)."""
+    if interpreting():
+        return KernelConfig(16, 16, 1, 1)
+    if max(d, dv) <= 64:
+        return KernelConfig(64, 64, 8, 2)
+    return KernelConfig(64, 32, 8, 2)
+
+
+def _use_atomic_dq() -> bool:
+    return (not interpreting()) if ATOMIC_DQ is None else bool(ATOMIC_DQ)
+
+
+def _dot_precision(dtype: torch.dtype) -> str:
+    return FP32_DOT_PRECISION if dtype == torch.float32 else "tf32"   # ignored for 16-bit inputs
+
+
+# ---------------------------------------------------------------------------------------------
+# Launchers
+# ---------------------------------------------------------------------------------------------
+def _launch_fwd(q, keys, values, dt, causal: bool, scale: float):
+    """o [B,H,N,Dv] (q's dtype) and lse [B,H,N] (fp32) from q [B,H,N,D], knots [B,H,N+1,*], dt [B,N] fp32."""
+    batch, heads, n, d = q.shape
+    dv = values.shape[-1]
+    o = torch.empty(batch, heads, n, dv, dtype=q.dtype, device=q.device)
+    lse = torch.empty(batch, heads, n, dtype=torch.float32, device=q.device)
+    cfg = fwd_config(d, dv, causal)
+    grid = (triton.cdiv(n, cfg.block_m) * batch * heads,)
+    _fwd_kernel[grid](
+        q, keys, values, dt, o, lse,
+        *q.stride(), *keys.stride(), *values.stride(), *dt.stride(), *o.stride(),
+        n, heads, scale,
+        CAUSAL=causal, D=d, DV=dv, BM=cfg.block_m, BN=cfg.block_n, DOT_PREC=_dot_precision(q.dtype),
+        num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+    )
+    return o, lse
+
+
+def _launch_bwd(do, q, keys, values, dt, o, lse, causal: bool, scale: float, need_ddt: bool):
+    """(dq, dkeys_left, dkeys_right, dvalues_left, dvalues_right, ddt or None).
+
+    The *_left/*_right buffers are fp32 [B,H,N,*] indexed by interval c: the gradient of knot c
+    and of knot c + 1 from the intervals of one block; the caller adds them."""
+    batch, heads, n, d = q.shape
+    dv = values.shape[-1]
+    dev = q.device
+    f32 = torch.float32
+    cfg = bwd_config(d, dv, causal)
+
+    delta = torch.empty(batch, heads, n, dtype=f32, device=dev)
+    _bwd_preprocess[(triton.cdiv(n, cfg.block_m) * batch * heads,)](
+        o, do, delta, *o.stride(), *do.stride(), n, heads, DV=dv, BM=cfg.block_m, num_warps=4,
+    )
+
+    dkl = torch.empty(batch, heads, n, d, dtype=f32, device=dev)
+    dkr = torch.empty_like(dkl)
+    dvl = torch.empty(batch, heads, n, dv, dtype=f32, device=dev)
+    dvr = torch.empty_like(dvl)
+    ddt_heads = torch.empty(batch, heads, n, dtype=f32, device=dev) if need_ddt else delta
+    atomic = _use_atomic_dq()
+    dq = torch.zeros(q.shape, dtype=f32, device=dev) if atomic else torch.empty(q.shape, dtype=q.dtype, device=dev)
+    prec = _dot_precision(q.dtype)
+    common = (*q.stride(), *keys.stride(), *values.stride(), *dt.stride(), *do.stride(), *dq.stride(), n, heads, scale)
+
+    _bwd_dkdv_kernel[(triton.cdiv(n, cfg.block_n) * batch * heads,)](
+        q, keys, values, dt, do, lse, delta, dq, dkl, dkr, dvl, dvr, ddt_heads, *common,
+        CAUSAL=causal, D=d, DV=dv, BM=cfg.block_m, BN=cfg.block_n, DOT_PREC=prec,
+        ATOMIC_DQ=atomic, HAS_DDT=need_ddt, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+    )
+    if atomic:
+        dq = dq.to(q.dtype)
+    else:
+        _bwd_dq_kernel[(triton.cdiv(n, cfg.block_m) * batch * heads,)](
+            q, keys, values, dt, do, lse, delta, dq, *common,
+            CAUSAL=causal, D=d, DV=dv, BM=cfg.block_m, BN=cfg.block_n, DOT_PREC=prec,
+            num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+        )
+    ddt = ddt_heads.sum(dim=1) if need_ddt else None
+    return dq, dkl, dkr, dvl, dvr, ddt
+
+
+def _merge_knot_grads(left: torch.Tensor, right: torch.Tensor, dtype: torch.dtype):
+    """Knot gradients from the interval-indexed buffers: (d row-keys [B,H,N,*], d sink [B,H,1,*]).
+
+    Knot 0 (sink) = left[0]; knot j = 1..N (row j-1) = right[j-1] + left[j] (left[N] is absent)."""
+    rows = right
+    rows[:, :, :-1] += left[:, :, 1:]
+    return rows.to(dtype), left[:, :, :1].to(dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# autograd.Function
+# ---------------------------------------------------------------------------------------------
+class ContinuousAttentionTriton(torch.autograd.Function):
+    """Fused forward/backward; inputs as ``continuous_attention_triton`` receives them."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, k0, v0, dt, causal: bool, scale: float):
+        keys = torch.cat([k0, k], dim=-2)          # [B, H, N+1, D]: knot 0 is the sink
+        values = torch.cat([v0, v], dim=-2)
+        dt32 = dt.to(torch.float32)
+        o, lse = _launch_fwd(q, keys, values, dt32, causal, scale)
+        if any(ctx.needs_input_grad[:6]):
+            ctx.save_for_backward(q, keys, values, dt32, o, lse)
+        ctx.causal, ctx.scale, ctx.dt_dtype = causal, scale, dt.dtype
+        return o
+
+    @staticmethod
+    def backward(ctx, do):
+        q, keys, values, dt32, o, lse = ctx.saved_tensors
+        need_ddt = ctx.needs_input_grad[5]
+        dq, dkl, dkr, dvl, dvr, ddt = _launch_bwd(
+            do, q, keys, values, dt32, o, lse, ctx.causal, ctx.scale, need_ddt
+        )
+        dk, dk0 = _merge_knot_grads(dkl, dkr, q.dtype)
+        dv, dv0 = _merge_knot_grads(dvl, dvr, q.dtype)
+        if ddt is not None:
+            ddt = ddt.to(ctx.dt_dtype)
+        return dq, dk, dv, dk0, dv0, ddt, None, None
+
+
+# ---------------------------------------------------------------------------------------------
+# Public function
+# ---------------------------------------------------------------------------------------------
+def continuous_attention_triton(q, k, v, k0, v0, *, causal: bool, scale: float, dt: torch.Tensor) -> torch.Tensor:
+    """Continuous attention by the fused Triton kernels.
+
+    Args as ``continuous_attention`` passes them: q, k [B,H,N,D]; v [B,H,N,Dv]; k0 [B,H,1,D];
+    v0 [B,H,1,Dv]; dt [B,N] (positive). fp32/bf16/fp16 with fp32 accumulation; output in q's dtype.
+
+    Raises:
+        ValueError: CPU tensors outside the interpreter, float64, or D/Dv not in SUPPORTED_HEAD_DIMS.
+    """
+    if not q.is_cuda and not interpreting():
+        raise ValueError(
+            f"backend='triton' needs CUDA tensors, got {q.device} (CPU runs only under Triton's interpreter: "
+            "set TRITON_INTERPRET=1 before importing triton); use backend='torch' on the CPU"
+        )
+    if q.dtype not in SUPPORTED_DTYPES:
+        raise ValueError(
+            f"backend='triton' supports float32, bfloat16 and float16, got {q.dtype}; use backend='torch' for float64"
+        )
+    d, dv = q.shape[-1], v.shape[-1]
+    for name, size in (("D", d), ("Dv", dv)):
+        if size not in SUPPORTED_HEAD_DIMS:
+            raise ValueError(
+                f"backend='triton' supports head dims {SUPPORTED_HEAD_DIMS}, got {name}={size}; "
+                "use backend='torch' for other sizes"
+            )
+    return ContinuousAttentionTriton.apply(q, k, v, k0, v0, dt, causal, float(scale))
