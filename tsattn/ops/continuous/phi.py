@@ -41,10 +41,15 @@ def dphi2_coefficients(degree: int) -> list[float]:
 
 
 def horner(x: torch.Tensor, coefficients: list[float]) -> torch.Tensor:
-    """sum_k coefficients[k] * x^k by Horner's rule."""
-    acc = torch.full_like(x, coefficients[-1])
-    for c in reversed(coefficients[:-1]):
-        acc = acc * x + c
+    """sum_k coefficients[k] * x^k by Horner's rule (in place on one buffer when autograd is off)."""
+    if torch.is_grad_enabled() and x.requires_grad:
+        acc = torch.full_like(x, coefficients[-1])
+        for c in reversed(coefficients[:-1]):
+            acc = acc * x + c
+        return acc
+    acc = x * coefficients[-1] + coefficients[-2]
+    for c in reversed(coefficients[:-2]):
+        acc.mul_(x).add_(c)
     return acc
 
 

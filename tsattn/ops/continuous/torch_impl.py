@@ -17,6 +17,11 @@ g_i = dt_i e_{i-1} phi2'(d) = dt_i e_i phi2'(-d) (the two are equal),
     dL/d dt_i = (gU_{i-1} cL_i + gU_i cR_i) / dt_i
 
 and the usual dq = scale dA K, dK = scale dA^T q, dV = P^T dO with P = u / s.
+
+Like flash attention, only O and the log-sum-exp are saved; the backward recomputes the weights.
+In eager mode the work is cut into blocks of (batch*head, query rows) whose N x N temporaries
+stay small (a few MB), and a causal query block only reads the knots it can see. Under
+``torch.compile`` the whole problem is one block and inductor fuses the elementwise work.
 """
 from __future__ import annotations
 
@@ -25,22 +30,24 @@ import torch.nn.functional as F
 
 from .phi import SERIES_RADIUS, dphi2_coefficients, horner, horner_even_odd, phi2_coefficients, series_degree
 
+# Elements of one [rows, knots] score block in eager mode: 2^18 fp32 = 1 MiB per temporary.
+BLOCK_ELEMENTS = 1 << 18
+# Largest query block for causal attention (smaller blocks skip more unseen knots).
+CAUSAL_QUERY_BLOCK = 128
 
-def _interval_mask(n: int, device: torch.device) -> torch.Tensor:
-    """[N, N] bool: query t (row) sees interval column c (interval c + 1) iff c <= t."""
-    return torch.ones(n, n, dtype=torch.bool, device=device).tril()
 
+def _segment_weights(a: torch.Tensor, dt: torch.Tensor, causal: bool, q_start: int, need_grad_terms: bool):
+    """Exponential-domain weights from a block of scores a [G, R, K] (R query rows starting at
+    query ``q_start``, knots 0..K-1) and the spacings dt [G, K-1] of its intervals.
 
-def _segment_weights(a: torch.Tensor, causal: bool, need_grad_terms: bool):
-    """Exponential-domain interval weights from scores a [B, H, N, N+1].
-
-    Returns (m, cL0, cR0, g0): the row max [B, H, N, 1] and, per interval [B, H, N, N] and
-    *without* the factor dt, e_{i-1} phi2(d), e_i phi2(-d) and e_{i-1} phi2'(d) (None unless asked).
-    Intervals a causal query does not see are zero.
+    Returns (m, cL, cR, g): the row max [G, R, 1] over seen knots and, per interval [G, R, K-1],
+    dt e_{i-1} phi2(d), dt e_i phi2(-d) and dt e_{i-1} phi2'(d) (None unless asked). Intervals
+    a causal query does not see are zero.
     """
-    n = a.shape[-2]
+    rows, knots = a.shape[-2], a.shape[-1]
     if causal:
-        knot_seen = torch.ones(n, n + 1, dtype=torch.bool, device=a.device).tril(1)
+        # query q_start + r sees knots 0..q_start + r + 1, intervals 1..q_start + r + 1
+        knot_seen = torch.ones(rows, knots, dtype=torch.bool, device=a.device).tril(q_start + 1)
         m = a.masked_fill(~knot_seen, float("-inf")).amax(dim=-1, keepdim=True)
     else:
         m = a.amax(dim=-1, keepdim=True)
@@ -51,9 +58,9 @@ def _segment_weights(a: torch.Tensor, causal: bool, need_grad_terms: bool):
     r = SERIES_RADIUS
     degree = series_degree(a.dtype)
     small = d.abs() < r
-    d_small = torch.where(small, d, 0.0)
-    d_large = torch.where(small, r, d)
-    inv = 1.0 / d_large
+    d_small = d.clamp(-r, r)                               # series argument (used where |d| < r)
+    d_large = torch.copysign(d.abs().clamp(min=r), d)      # closed-form argument (used where |d| >= r)
+    inv = d_large.reciprocal()
     inv2 = inv * inv
     p2_pos, p2_neg = horner_even_odd(d_small, phi2_coefficients(degree))
     cL = torch.where(small, e_left * p2_pos, (e_right - e_left * (1.0 + d_large)) * inv2)
@@ -62,88 +69,108 @@ def _segment_weights(a: torch.Tensor, causal: bool, need_grad_terms: bool):
     if need_grad_terms:
         dp2 = horner(d_small, dphi2_coefficients(degree))
         g = torch.where(small, e_left * dp2, (e_right * (d_large - 2.0) + e_left * (d_large + 2.0)) * inv2 * inv)
+    spacing = dt[:, None, :]
     if causal:
-        seen = _interval_mask(n, a.device)
-        cL, cR = cL * seen, cR * seen
-        g = g * seen if g is not None else None
+        spacing = spacing * torch.ones(rows, knots - 1, dtype=a.dtype, device=a.device).tril(q_start)
+    cL, cR = cL * spacing, cR * spacing
+    g = g * spacing if g is not None else None
     return m, cL, cR, g
 
 
 def _knot_weights(cL: torch.Tensor, cR: torch.Tensor) -> torch.Tensor:
-    """u_j = cL_{j+1} + cR_j: [B, H, N, N] per interval -> [B, H, N, N+1] per knot."""
+    """u_j = cL_{j+1} + cR_j: [..., K-1] per interval -> [..., K] per knot."""
     return F.pad(cL, (0, 1)) + F.pad(cR, (1, 0))
 
 
-def continuous_attention_forward(
-    q, keys, values, dt, causal: bool, scale: float, need_grad_terms: bool = False, need_dt_grad: bool = False
-):
-    """Forward on full knot tensors: q [B,H,N,D], keys [B,H,N+1,D], values [B,H,N+1,Dv], dt [B,N].
-
-    Returns (o, saved): saved holds (P, g/s) when ``need_grad_terms``, plus (cL/dt/s, cR/dt/s) when
-    ``need_dt_grad``; all [B, H, N, N(+1)].
-    """
-    a = scale * (q @ keys.transpose(-1, -2))                       # [B, H, N, N+1]
-    spacing = dt[:, None, None, :]                                 # [B, 1, 1, N]
-    m, cL0, cR0, g0 = _segment_weights(a, causal, need_grad_terms or need_dt_grad)
-    u = _knot_weights(cL0 * spacing, cR0 * spacing)                # [B, H, N, N+1]
-    s = u.sum(dim=-1, keepdim=True)                                # [B, H, N, 1]
-    p = u / s
-    o = p @ values                                                 # [B, H, N, Dv]
-    saved = ()
-    if need_grad_terms or need_dt_grad:
-        saved = (p, g0 * spacing / s)
-    if need_dt_grad:
-        saved += (cL0 / s, cR0 / s)
-    return o, saved
+def _block_forward(q, keys, values, dt, causal, q_start, scale):
+    """q [G, R, D], keys [G, K, D], values [G, K, Dv], dt [G, K-1] -> o [G, R, Dv], lse [G, R, 1]."""
+    a = scale * (q @ keys.transpose(-1, -2))                       # [G, R, K]
+    m, cL, cR, _ = _segment_weights(a, dt, causal, q_start, need_grad_terms=False)
+    u = _knot_weights(cL, cR)                                      # [G, R, K]
+    s = u.sum(dim=-1, keepdim=True)
+    return (u @ values) / s, m + torch.log(s)
 
 
-def continuous_attention_backward(do, q, keys, values, o, saved, scale: float, need_dt_grad: bool):
-    """Gradients (dq, dkeys, dvalues, ddt or None) from the saved forward terms."""
-    p, g = saved[:2]                                               # both already divided by s
-    delta = (do * o).sum(dim=-1, keepdim=True)                     # [B, H, N, 1]
-    gp = do @ values.transpose(-1, -2) - delta                     # [B, H, N, N+1] = s * gU
-    jump = gp[..., 1:] - gp[..., :-1]                              # [B, H, N, N]  per interval
-    gd = g * jump
-    da = gp * p + F.pad(gd, (0, 1)) - F.pad(gd, (1, 0))           # dL/da  [B, H, N, N+1]
+def _block_backward(do, q, keys, values, o, lse, dt, causal, q_start, scale, need_dt_grad):
+    """Recompute the block's weights and return (dq, dkeys, dvalues, ddt or None)."""
+    a = scale * (q @ keys.transpose(-1, -2))                       # [G, R, K]
+    m, cL, cR, g = _segment_weights(a, dt, causal, q_start, need_grad_terms=True)
+    inv_s = torch.exp(m - lse)                                     # 1 / sum(u), u relative to m
+    p = _knot_weights(cL, cR) * inv_s                              # [G, R, K]
+    delta = (do * o).sum(dim=-1, keepdim=True)                     # [G, R, 1]
+    gp = do @ values.transpose(-1, -2) - delta                     # [G, R, K] = s * dL/du
+    gd = (g * inv_s) * (gp[..., 1:] - gp[..., :-1])                # [G, R, K-1]
+    da = gp * p + F.pad(gd, (0, 1)) - F.pad(gd, (1, 0))           # dL/da
     dq = scale * (da @ keys)
     dkeys = scale * (da.transpose(-1, -2) @ q)
     dvalues = p.transpose(-1, -2) @ do
     ddt = None
     if need_dt_grad:
-        cL, cR = saved[2:]
-        ddt = (gp[..., :-1] * cL + gp[..., 1:] * cR).sum(dim=(1, 2))  # [B, N]
+        ddt = ((gp[..., :-1] * cL + gp[..., 1:] * cR) * inv_s).sum(dim=-2) / dt   # [G, K-1]
     return dq, dkeys, dvalues, ddt
 
 
+def _blocks(groups: int, n: int, causal: bool):
+    """Yield (group slice, query start, query end, knots) tiles covering [groups, n queries]."""
+    if torch.compiler.is_compiling():
+        yield slice(0, groups), 0, n, n + 1
+        return
+    rows = max(16, min(n, BLOCK_ELEMENTS // (n + 1)))
+    if causal:
+        rows = min(rows, CAUSAL_QUERY_BLOCK)
+    for q_start in range(0, n, rows):
+        q_end = min(n, q_start + rows)
+        knots = q_end + 1 if causal else n + 1                     # knots 0..q_end are all a causal block sees
+        per_group = max(1, BLOCK_ELEMENTS // ((q_end - q_start) * knots))
+        for g0 in range(0, groups, per_group):
+            yield slice(g0, min(groups, g0 + per_group)), q_start, q_end, knots
+
+
 class ContinuousAttentionTorch(torch.autograd.Function):
-    """autograd.Function over the full knot tensors (sink already concatenated)."""
+    """autograd.Function over flattened knot tensors: q [G, N, D], keys [G, N+1, D],
+    values [G, N+1, Dv], dt [G, N] (G = batch * heads, sink at knot 0)."""
 
     @staticmethod
     def forward(ctx, q, keys, values, dt, causal: bool, scale: float):
-        need = any(ctx.needs_input_grad[:3])
-        need_dt = ctx.needs_input_grad[3]
-        o, saved = continuous_attention_forward(
-            q, keys, values, dt, causal, scale, need_grad_terms=need, need_dt_grad=need_dt
-        )
-        if need or need_dt:
-            ctx.save_for_backward(q, keys, values, o, *saved)
-        ctx.scale = scale
+        groups, n, _ = q.shape
+        o = q.new_empty(groups, n, values.shape[-1])
+        lse = q.new_empty(groups, n, 1)
+        for gs, q0, q1, kn in _blocks(groups, n, causal):
+            o[gs, q0:q1], lse[gs, q0:q1] = _block_forward(
+                q[gs, q0:q1], keys[gs, :kn], values[gs, :kn], dt[gs, : kn - 1], causal, q0, scale
+            )
+        ctx.save_for_backward(q, keys, values, dt, o, lse)
+        ctx.causal, ctx.scale = causal, scale
         return o
 
     @staticmethod
     def backward(ctx, do):
-        q, keys, values, o, *saved = ctx.saved_tensors
-        dq, dkeys, dvalues, ddt = continuous_attention_backward(
-            do, q, keys, values, o, saved, ctx.scale, need_dt_grad=ctx.needs_input_grad[3]
-        )
+        q, keys, values, dt, o, lse = ctx.saved_tensors
+        need_dt = ctx.needs_input_grad[3]
+        groups, n, _ = q.shape
+        do = do.to(q.dtype)
+        dq, dkeys, dvalues = torch.zeros_like(q), torch.zeros_like(keys), torch.zeros_like(values)
+        ddt = torch.zeros_like(dt) if need_dt else None
+        for gs, q0, q1, kn in _blocks(groups, n, ctx.causal):
+            bq, bk, bv, bdt = _block_backward(
+                do[gs, q0:q1], q[gs, q0:q1], keys[gs, :kn], values[gs, :kn], o[gs, q0:q1], lse[gs, q0:q1],
+                dt[gs, : kn - 1], ctx.causal, q0, ctx.scale, need_dt,
+            )
+            dq[gs, q0:q1] = bq
+            dkeys[gs, :kn] += bk
+            dvalues[gs, :kn] += bv
+            if need_dt:
+                ddt[gs, : kn - 1] += bdt
         return dq, dkeys, dvalues, ddt, None, None
 
 
 def continuous_attention_torch(q, k, v, k0, v0, *, causal: bool, scale: float, dt: torch.Tensor) -> torch.Tensor:
     """Continuous attention with expanded k0 [B,H,1,D], v0 [B,H,1,Dv] and dt [B,N]; fp64 stays fp64,
     other float dtypes are computed in fp32 and returned in their own dtype."""
+    b, h, n, d = q.shape
     compute = torch.float64 if q.dtype == torch.float64 else torch.float32
-    keys = torch.cat([k0, k], dim=-2).to(compute)
-    values = torch.cat([v0, v], dim=-2).to(compute)
-    o = ContinuousAttentionTorch.apply(q.to(compute), keys, values, dt.to(compute), causal, scale)
-    return o.to(q.dtype)
+    keys = torch.cat([k0, k], dim=-2).to(compute).reshape(b * h, n + 1, d)
+    values = torch.cat([v0, v], dim=-2).to(compute).reshape(b * h, n + 1, v.shape[-1])
+    spacing = dt.to(compute)[:, None, :].expand(b, h, n).reshape(b * h, n)
+    o = ContinuousAttentionTorch.apply(q.to(compute).reshape(b * h, n, d), keys, values, spacing, causal, scale)
+    return o.reshape(b, h, n, v.shape[-1]).to(q.dtype)

@@ -1,0 +1,113 @@
+"""Time continuous attention (torch path, eager and torch.compile) against SDPA on the CPU.
+
+Shapes: PatchTST-like (B*C = 896 series, H = 4, N = 42 patches, D = 4..32, bidirectional) and a
+decoder (B = 32, H = 4, N = 512, D = 32, causal); fp32. For each shape and method it reports the
+median over repeats of the forward (no grad) and of forward + backward, and the ratio to SDPA
+measured in the same run, interleaved (SDPA, eager, compiled, SDPA, ...) so that drift of a noisy
+machine hits every method alike.
+
+    python benchmarks/bench_op_cpu.py [--repeats 7] [--quick] [--csv out.csv]
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import pathlib
+import platform
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+from tsattn import continuous_attention  # noqa: E402
+
+SHAPES = [
+    # name, B, H, N, D, causal
+    ("patchtst-d4", 896, 4, 42, 4, False),
+    ("patchtst-d8", 896, 4, 42, 8, False),
+    ("patchtst-d16", 896, 4, 42, 16, False),
+    ("patchtst-d32", 896, 4, 42, 32, False),
+    ("decoder-n512", 32, 4, 512, 32, True),
+]
+
+
+def sdpa(q, k, v, causal):
+    return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+
+def continuous_eager(q, k, v, causal):
+    return continuous_attention(q, k, v, causal=causal, backend="torch")
+
+
+_compiled = torch.compile(continuous_eager, dynamic=False)
+
+
+def continuous_compiled(q, k, v, causal):
+    return _compiled(q, k, v, causal)
+
+
+METHODS = {"sdpa": sdpa, "continuous-eager": continuous_eager, "continuous-compiled": continuous_compiled}
+
+
+def one_run(fn, inputs, grad_out, causal, backward):
+    q, k, v = inputs
+    start = time.perf_counter()
+    if backward:
+        out = fn(q, k, v, causal)
+        out.backward(grad_out)
+    else:
+        with torch.no_grad():
+            fn(q, k, v, causal)
+    return time.perf_counter() - start
+
+
+def bench_shape(b, h, n, d, causal, repeats, methods):
+    g = torch.Generator().manual_seed(0)
+    inputs = [torch.randn(b, h, n, d, generator=g).requires_grad_() for _ in range(3)]
+    grad_out = torch.randn(b, h, n, d, generator=g)
+    times = {(m, bw): [] for m in methods for bw in (False, True)}
+    for backward in (False, True):
+        for m in methods:  # warm-up (and compilation) outside the timed loop
+            for _ in range(2):
+                one_run(METHODS[m], inputs, grad_out, causal, backward)
+        for _ in range(repeats):
+            for m in methods:
+                times[(m, backward)].append(one_run(METHODS[m], inputs, grad_out, causal, backward))
+    return {key: statistics.median(ts) * 1e3 for key, ts in times.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--quick", action="store_true", help="one PatchTST shape and the decoder, 3 repeats")
+    parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile variant")
+    parser.add_argument("--csv", type=pathlib.Path, help="also write the rows to this CSV file")
+    args = parser.parse_args()
+    shapes = [SHAPES[2], SHAPES[4]] if args.quick else SHAPES
+    repeats = 3 if args.quick else args.repeats
+    methods = [m for m in METHODS if not (args.no_compile and m == "continuous-compiled")]
+
+    print(f"# torch {torch.__version__}, {torch.get_num_threads()} threads, {platform.processor() or platform.machine()}")
+    print(f"# fp32, median of {repeats} interleaved repeats; ratio = method / SDPA in the same run")
+    header = ["shape", "B", "H", "N", "D", "causal", "method", "fwd_ms", "fwd_ratio", "fwdbwd_ms", "fwdbwd_ratio"]
+    rows = []
+    for name, b, h, n, d, causal in shapes:
+        t = bench_shape(b, h, n, d, causal, repeats, methods)
+        for m in methods:
+            rows.append([name, b, h, n, d, causal, m,
+                         f"{t[(m, False)]:.2f}", f"{t[(m, False)] / t[('sdpa', False)]:.2f}",
+                         f"{t[(m, True)]:.2f}", f"{t[(m, True)] / t[('sdpa', True)]:.2f}"])
+        print(f"done {name}", file=sys.stderr, flush=True)
+    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
+    for r in [header] + rows:
+        print("  ".join(str(c).rjust(w) for c, w in zip(r, widths)))
+    if args.csv:
+        with open(args.csv, "w", newline="") as fh:
+            csv.writer(fh).writerows([header] + rows)
+
+
+if __name__ == "__main__":
+    main()
