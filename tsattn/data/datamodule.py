@@ -107,6 +107,8 @@ class CSVDataModule(pl.LightningDataModule):
         seed: Optional[int] = None,
     ) -> None:
         super().__init__()
+        if isinstance(data, os.PathLike):
+            data = os.fspath(data)  # a plain string in hparams.yaml
         self.save_hyperparameters(ignore=["data"] if isinstance(data, pd.DataFrame) else None)
         self.lookback = check_positive_int("lookback", lookback)
         self.horizon = check_positive_int("horizon", horizon)
