@@ -70,6 +70,8 @@ def test_channel_counts_before_setup_without_the_file(tmp_path, monkeypatch):
     assert (dm.n_channels_in, dm.n_channels_out) == (862, 1)
     dm = CSVDataModule("traffic", 96, 96, features="S")
     assert (dm.n_channels_in, dm.n_channels_out) == (1, 1)
+    dm = CSVDataModule("traffic", 96, 96, features="M", columns=["0", "1", "OT"])
+    assert (dm.n_channels_in, dm.n_channels_out) == (3, 3)
     assert list(tmp_path.iterdir()) == []  # and nothing was fetched
 
 

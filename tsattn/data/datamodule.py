@@ -213,9 +213,12 @@ class CSVDataModule(pl.LightningDataModule):
         return (
             self._table is None
             and self.spec is not None
-            and self.columns is None
             and registry.find_local(self.spec) is None
         )
+
+    def _n_columns(self) -> int:
+        assert self.spec is not None
+        return len(self.columns) if self.columns is not None else self.spec.n_channels
 
     def _n_targets(self) -> int:
         return 1 if self.target is None or isinstance(self.target, str) else len(self.target)
@@ -296,7 +299,7 @@ class CSVDataModule(pl.LightningDataModule):
         dataset not downloaded yet, takes the count from the registry."""
         if self._spec_only():
             assert self.spec is not None
-            return self._n_targets() if self.features == "S" else self.spec.n_channels
+            return self._n_targets() if self.features == "S" else self._n_columns()
         return len(self._channels().input_names)
 
     @property
@@ -304,7 +307,7 @@ class CSVDataModule(pl.LightningDataModule):
         """C_out: C_in for ``"M"``, the number of targets for ``"S"`` / ``"MS"``."""
         if self._spec_only():
             assert self.spec is not None
-            return self.spec.n_channels if self.features == "M" else self._n_targets()
+            return self._n_columns() if self.features == "M" else self._n_targets()
         return len(self._channels().target_names)
 
     @property
