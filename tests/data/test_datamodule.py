@@ -42,6 +42,21 @@ def test_train_loader_shuffles_reproducibly_with_a_seed(hourly_frame):
     assert not torch.equal(a, first_indices(8))
 
 
+def test_train_permutation_depends_only_on_seed_and_epoch(hourly_frame):
+    # what makes a resumed run draw the batches of an uninterrupted one: Lightning calls set_epoch
+    dm = CSVDataModule(hourly_frame(400), 16, 8, batch_size=400, seed=3)
+    loader = dm.train_dataloader()
+    epochs = []
+    for epoch in range(3):
+        loader.sampler.set_epoch(epoch)
+        epochs.append(next(iter(loader))["index"])
+    assert not torch.equal(epochs[0], epochs[1]) and not torch.equal(epochs[1], epochs[2])
+    fresh = CSVDataModule(hourly_frame(400), 16, 8, batch_size=400, seed=3).train_dataloader()
+    fresh.sampler.set_epoch(2)
+    assert torch.equal(next(iter(fresh))["index"], epochs[2])
+    assert sorted(epochs[2].tolist()) == list(range(len(dm.train_dataset)))
+
+
 def test_drop_last_train_is_opt_in(hourly_frame):
     dm = CSVDataModule(hourly_frame(400), 16, 8, batch_size=50)
     assert sum(len(b["index"]) for b in dm.train_dataloader()) == len(dm.train_dataset)

@@ -25,7 +25,7 @@ from .csv import DUPLICATE_POLICIES, KNOT_TIME_MODES, MISSING_POLICIES, SeriesTa
 from .errors import DataError, UnknownDatasetError
 from .scaling import fit_scaler, inverse_transform_channels
 from .splits import SPLITS, SplitBorders, check_positive_int, check_protocol, split_borders
-from .windows import WindowDataset
+from .windows import EpochShuffleSampler, WindowDataset
 
 __all__ = ["CSVDataModule"]
 
@@ -76,7 +76,8 @@ class CSVDataModule(pl.LightningDataModule):
         num_workers: DataLoader worker processes.
         pin_memory: pin batches in page-locked memory (for GPU training).
         drop_last_train: drop the last incomplete train batch (val / test / predict keep every window).
-        seed: seed of the train loader's shuffling generator; None draws from torch's global RNG.
+        seed: seed of the train shuffling: epoch e uses a permutation fixed by (seed, e), so resumed
+            runs repeat uninterrupted ones; None draws the seed from torch's global RNG.
     """
 
     def __init__(
@@ -397,22 +398,18 @@ class CSVDataModule(pl.LightningDataModule):
 
     # -- loaders -------------------------------------------------------------------------------------------
     def _loader(self, dataset: WindowDataset, train: bool) -> DataLoader:
-        generator = None
-        if train and self.seed is not None:
-            generator = torch.Generator().manual_seed(int(self.seed))
         return DataLoader(
             dataset,
             batch_size=self.batch_size,
-            shuffle=train,
+            sampler=EpochShuffleSampler(dataset, self.seed) if train else None,
             drop_last=train and self.drop_last_train,
             num_workers=self.num_workers,
             pin_memory=self.pin_memory,
             persistent_workers=self.num_workers > 0,
-            generator=generator,
         )
 
     def train_dataloader(self) -> DataLoader:
-        """Shuffled train windows (seeded by ``seed``)."""
+        """Shuffled train windows: a permutation per epoch fixed by (``seed``, epoch)."""
         return self._loader(self.train_dataset, train=True)
 
     def val_dataloader(self) -> DataLoader:

@@ -12,7 +12,7 @@ from torch.utils.data import Dataset
 
 from .errors import DataError
 
-__all__ = ["WindowDataset"]
+__all__ = ["EpochShuffleSampler", "WindowDataset"]
 
 
 class WindowDataset(Dataset):
@@ -93,3 +93,29 @@ class WindowDataset(Dataset):
             item["x_mark"] = self.marks[i:mid]
             item["y_mark"] = self.marks[mid:end]
         return item
+
+
+class EpochShuffleSampler(torch.utils.data.RandomSampler):
+    """A random permutation per epoch that depends only on (seed, epoch).
+
+    Lightning calls ``set_epoch`` before every train epoch, so a run resumed from a checkpoint
+    draws the same batches as an uninterrupted one. Under a distributed strategy Lightning swaps
+    it for a ``DistributedSampler`` (it is a ``RandomSampler``), which is epoch-seeded too.
+
+    Args:
+        data_source: the dataset.
+        seed: base seed; None draws one from torch's global RNG (reproducible after
+            ``seed_everything``).
+    """
+
+    def __init__(self, data_source, seed: Optional[int] = None) -> None:
+        super().__init__(data_source)
+        self.seed = int(torch.randint(0, 2**31, ()).item()) if seed is None else int(seed)
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = int(epoch)
+
+    def __iter__(self):
+        generator = torch.Generator().manual_seed((self.seed * 1_000_003 + self.epoch) % 2**63)
+        yield from torch.randperm(len(self.data_source), generator=generator).tolist()
