@@ -1,0 +1,6 @@
+"""Lightning: the forecasting LightningModule, callbacks, and the data module (from tsattn.data)."""
+from ..data import CSVDataModule
+from .callbacks import AttentionSwitch
+from .module import LOSSES, LR_SCHEDULES, ForecastModule
+
+__all__ = ["AttentionSwitch", "CSVDataModule", "ForecastModule", "LOSSES", "LR_SCHEDULES"]

@@ -1,0 +1,198 @@
+"""``ForecastModule``: a registered forecasting model as a LightningModule.
+
+Loss, metrics (MSE / MAE on the scaled data, the published convention, and on the original scale),
+Adam with the PatchTST learning-rate schedules, optional ``torch.compile`` and per-epoch reseeding
+for runs that resume exactly from a checkpoint. Batches are the data layer's dicts
+(``"x"`` [B, L, C_in], ``"y"`` [B, H, C_out], ``"t_x"`` [B, L], ...).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Optional
+
+import lightning.pytorch as pl
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+from torchmetrics import MeanAbsoluteError, MeanSquaredError, MetricCollection
+
+from ..models.registry import get_model_class
+from ..nn import ATTENTIONS, SINKS
+
+LOSSES = ("mse", "mae", "huber")
+LR_SCHEDULES = ("type3", "onecycle", "constant")
+
+
+def _metrics(prefix: str) -> MetricCollection:
+    return MetricCollection(
+        {"mse": MeanSquaredError(), "mae": MeanAbsoluteError(),
+         "mse_orig": MeanSquaredError(), "mae_orig": MeanAbsoluteError()},
+        prefix=prefix,
+    )
+
+
+class ForecastModule(pl.LightningModule):
+    """Train, validate and test a forecasting model from ``tsattn.models``.
+
+    Args:
+        model: registered model name (``"patchtst"``, ``"decoder"``; see ``tsattn.models.registry``).
+        n_channels: input channels C_in (linked from the data module by the CLI and the API).
+        lookback: window length L (linked from the data module).
+        horizon: forecast length H (linked from the data module).
+        attention: ``"softmax"`` or ``"continuous"``.
+        sink: sink knot, ``"zeros"``, ``"first"`` or ``"learned"``.
+        rope: rotary position embedding on knot times.
+        model_kwargs: further keyword arguments of the model class (e.g. ``{"d_model": 16}``).
+        target_index: positions of the forecast channels among the inputs (``"MS"``/``"S"``); None = all.
+        loss: ``"mse"``, ``"mae"`` or ``"huber"``.
+        huber_delta: the Huber loss threshold (scaled units).
+        lr: Adam learning rate.
+        weight_decay: Adam weight decay.
+        lr_schedule: ``"type3"`` (PatchTST's ETT schedule: constant for 3 epochs, then x0.9 per epoch),
+            ``"onecycle"`` (per step, PatchTST's ``TST``), or ``"constant"``.
+        pct_start: warm-up fraction of ``"onecycle"``.
+        compile: ``torch.compile`` the model's forward (fuses the continuous op on CPU; the first
+            batches pay the compile time).
+        seed: reseed torch's RNG at every train epoch with (seed, epoch), so dropout masks depend only
+            on the epoch and a run resumed from a checkpoint repeats an uninterrupted one. None: off.
+    """
+
+    def __init__(
+        self,
+        model: str = "patchtst",
+        n_channels: int = 7,
+        lookback: int = 336,
+        horizon: int = 96,
+        attention: str = "softmax",
+        sink: str = "zeros",
+        rope: bool = False,
+        model_kwargs: Optional[dict[str, Any]] = None,
+        target_index: Optional[list[int]] = None,
+        loss: str = "mse",
+        huber_delta: float = 1.0,
+        lr: float = 1e-4,
+        weight_decay: float = 0.0,
+        lr_schedule: str = "type3",
+        pct_start: float = 0.3,
+        compile: bool = False,
+        seed: Optional[int] = None,
+    ) -> None:
+        super().__init__()
+        for name, value, choices in (("attention", attention, ATTENTIONS), ("sink", sink, SINKS),
+                                     ("loss", loss, LOSSES), ("lr_schedule", lr_schedule, LR_SCHEDULES)):
+            if value not in choices:
+                raise ValueError(f"`{name}` must be one of {choices}, got {value!r}")
+        if target_index is not None:
+            target_index = [int(i) for i in target_index]
+            if not target_index or min(target_index) < 0 or max(target_index) >= n_channels:
+                raise ValueError(
+                    f"`target_index` must hold channel positions in [0, {n_channels}); got {target_index}"
+                )
+        self.save_hyperparameters()
+        cls = get_model_class(model)
+        self.net = cls(n_channels, lookback, horizon, attention=attention, sink=sink, rope=rope,
+                       **(model_kwargs or {}))
+        self.target_index = target_index
+        n_out = len(target_index) if target_index is not None else n_channels
+        # scaler statistics of the output channels: original-scale metrics and forecasts (set in setup)
+        self.register_buffer("y_mean", torch.zeros(n_out))
+        self.register_buffer("y_scale", torch.ones(n_out))
+        self.val_metrics = _metrics("val_")
+        self.test_metrics = _metrics("test_")
+
+    # -- wiring ------------------------------------------------------------------------------------
+    def setup(self, stage: str) -> None:
+        """Take the output channels' scaler statistics from the data module (if it has a scaler)."""
+        dm = getattr(self.trainer, "datamodule", None) if self._trainer is not None else None
+        scaler = getattr(dm, "scaler", None) if dm is not None else None
+        if scaler is not None:
+            index = self.target_index if self.target_index is not None else list(range(self.hparams.n_channels))
+            if len(scaler.mean_) != self.hparams.n_channels:
+                raise ValueError(
+                    f"the data has {len(scaler.mean_)} input channels but the model was built for "
+                    f"{self.hparams.n_channels}; build the model with n_channels={len(scaler.mean_)}"
+                )
+            self.y_mean.copy_(torch.as_tensor(scaler.mean_[index], dtype=self.y_mean.dtype))
+            self.y_scale.copy_(torch.as_tensor(scaler.scale_[index], dtype=self.y_scale.dtype))
+
+    def configure_model(self) -> None:
+        if self.hparams.compile and not getattr(self, "_compiled", False):
+            self.net.compile()
+            self._compiled = True
+
+    # -- forward -----------------------------------------------------------------------------------
+    def forward(self, x: Tensor, t_x: Optional[Tensor] = None) -> Tensor:
+        """x [B, L, C_in] (+ knot times [B, L]) -> forecast [B, H, C_out] in scaled units."""
+        y = self.net(x, t_x)
+        return y if self.target_index is None else y[..., self.target_index]
+
+    def to_original(self, y: Tensor) -> Tensor:
+        """Scaled forecast [..., C_out] -> original units."""
+        return y * self.y_scale + self.y_mean
+
+    def _loss(self, pred: Tensor, target: Tensor) -> Tensor:
+        if self.hparams.loss == "mae":
+            return F.l1_loss(pred, target)
+        if self.hparams.loss == "huber":
+            return F.huber_loss(pred, target, delta=self.hparams.huber_delta)
+        return F.mse_loss(pred, target)
+
+    def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> Tensor:
+        x, y, t_x = batch["x"], batch["y"], batch.get("t_x")
+        if hasattr(self.net, "forward_tokens"):
+            # causal decoders learn from every token: each forecasts the H rows after its patch
+            tokens = self.net.forward_tokens(x, t_x)                            # [B, n, H, C_in]
+            index = self.target_index if self.target_index is not None else slice(None)
+            pred = tokens[..., index]                                           # [B, n, H, C_out]
+            target = self.net.token_targets(x[..., index], y)                   # [B, n, H, C_out]
+        else:
+            pred, target = self(x, t_x), y
+        loss = self._loss(pred, target)
+        self.log("train_loss", loss, prog_bar=True, on_step=True, on_epoch=True, batch_size=x.shape[0])
+        return loss
+
+    def _eval_step(self, batch: dict[str, Tensor], metrics: MetricCollection) -> Tensor:
+        pred = self(batch["x"], batch.get("t_x"))
+        y = batch["y"]
+        flat = pred.reshape(-1), y.reshape(-1)
+        flat_orig = self.to_original(pred).reshape(-1), self.to_original(y).reshape(-1)
+        metrics["mse"].update(*flat)
+        metrics["mae"].update(*flat)
+        metrics["mse_orig"].update(*flat_orig)
+        metrics["mae_orig"].update(*flat_orig)
+        return pred
+
+    def validation_step(self, batch: dict[str, Tensor], batch_idx: int) -> None:
+        self._eval_step(batch, self.val_metrics)
+        self.log_dict(self.val_metrics, on_epoch=True, prog_bar=False, batch_size=batch["x"].shape[0])
+
+    def test_step(self, batch: dict[str, Tensor], batch_idx: int) -> None:
+        self._eval_step(batch, self.test_metrics)
+        self.log_dict(self.test_metrics, on_epoch=True, batch_size=batch["x"].shape[0])
+
+    def predict_step(self, batch: dict[str, Tensor], batch_idx: int, dataloader_idx: int = 0) -> Tensor:
+        """Forecast [B, H, C_out] in original units."""
+        return self.to_original(self(batch["x"], batch.get("t_x")))
+
+    # -- reproducibility ---------------------------------------------------------------------------
+    def on_train_epoch_start(self) -> None:
+        if self.hparams.seed is not None:
+            torch.manual_seed(int(self.hparams.seed) * 100_003 + self.current_epoch)
+
+    # -- optimisation ------------------------------------------------------------------------------
+    def configure_optimizers(self):
+        opt = torch.optim.Adam(self.parameters(), lr=self.hparams.lr, weight_decay=self.hparams.weight_decay)
+        schedule = self.hparams.lr_schedule
+        if schedule == "constant":
+            return opt
+        if schedule == "type3":
+            # epoch e (0-based): lr for e < 3, then lr * 0.9^(e - 2)  (PatchTST's adjust_learning_rate)
+            sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda e: 1.0 if e < 3 else 0.9 ** (e - 2))
+            return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "epoch"}}
+        total = self.trainer.estimated_stepping_batches
+        if not math.isfinite(total):
+            raise ValueError("lr_schedule='onecycle' needs a finite number of steps: set max_epochs or max_steps")
+        sched = torch.optim.lr_scheduler.OneCycleLR(
+            opt, max_lr=self.hparams.lr, total_steps=int(total), pct_start=self.hparams.pct_start
+        )
+        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
