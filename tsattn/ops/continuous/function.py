@@ -51,8 +51,9 @@ def interpreting() -> bool:
 
 
 def fwd_config(d: int, dv: int, causal: bool) -> KernelConfig:
-    """Forward tiles: smallest legal ones under the interpreter; on a GPU a table sized so that
-    ptxas reports no spills for sm_90 (a first guess until measured: KERNEL_NOTES.md)."""
+    """Forward tiles [block_m queries, block_n intervals]. Under the interpreter the smallest legal
+    ones; on a GPU the largest ones for which ptxas (sm_90a, bf16) reports no spills: a first
+    guess until measured (benchmarks/KERNEL_NOTES.md)."""
     if interpreting():
         return KernelConfig(16, 16, 1, 1)
     if max(d, dv) <= 64:
@@ -61,11 +62,21 @@ def fwd_config(d: int, dv: int, causal: bool) -> KernelConfig:
 
 
 def bwd_config(d: int, dv: int, causal: bool) -> KernelConfig:
-    """dK/dV and dq tiles (block_m: queries, block_n: intervals)."""
+    """dK/dV kernel: block_n intervals per program, block_m queries per step (four fp32
+    accumulators [block_n, D] and the elementwise tiles make this the register-bound kernel)."""
     if interpreting():
         return KernelConfig(16, 16, 1, 1)
     if max(d, dv) <= 64:
-        return KernelConfig(64, 64, 8, 2)
+        return KernelConfig(64, 32, 8, 2)
+    return KernelConfig(32, 32, 8, 2)
+
+
+def dq_config(d: int, dv: int, causal: bool) -> KernelConfig:
+    """Separate dq kernel (when dq is not accumulated by atomics): block_m queries per program."""
+    if interpreting():
+        return KernelConfig(16, 16, 1, 1)
+    if max(d, dv) <= 64:
+        return KernelConfig(128, 32, 8, 2)
     return KernelConfig(64, 32, 8, 2)
 
 
@@ -74,7 +85,13 @@ def _use_atomic_dq() -> bool:
 
 
 def _dot_precision(dtype: torch.dtype) -> str:
-    return FP32_DOT_PRECISION if dtype == torch.float32 else "tf32"   # ignored for 16-bit inputs
+    """tl.dot precision: FP32_DOT_PRECISION for fp32; for bf16 under the interpreter "upcast" (its
+    bf16 tl.dot is wrong, see triton_fwd._dot); else irrelevant (16-bit operands)."""
+    if dtype == torch.float32:
+        return FP32_DOT_PRECISION
+    if dtype == torch.bfloat16 and interpreting():
+        return "upcast"
+    return "tf32"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -110,8 +127,9 @@ def _launch_bwd(do, q, keys, values, dt, o, lse, causal: bool, scale: float, nee
     cfg = bwd_config(d, dv, causal)
 
     delta = torch.empty(batch, heads, n, dtype=f32, device=dev)
-    _bwd_preprocess[(triton.cdiv(n, cfg.block_m) * batch * heads,)](
-        o, do, delta, *o.stride(), *do.stride(), n, heads, DV=dv, BM=cfg.block_m, num_warps=4,
+    pre_m = 16 if interpreting() else 64
+    _bwd_preprocess[(triton.cdiv(n, pre_m) * batch * heads,)](
+        o, do, delta, *o.stride(), *do.stride(), n, heads, DV=dv, BM=pre_m, num_warps=4,
     )
 
     dkl = torch.empty(batch, heads, n, d, dtype=f32, device=dev)
@@ -132,10 +150,11 @@ def _launch_bwd(do, q, keys, values, dt, o, lse, causal: bool, scale: float, nee
     if atomic:
         dq = dq.to(q.dtype)
     else:
-        _bwd_dq_kernel[(triton.cdiv(n, cfg.block_m) * batch * heads,)](
+        qcfg = dq_config(d, dv, causal)
+        _bwd_dq_kernel[(triton.cdiv(n, qcfg.block_m) * batch * heads,)](
             q, keys, values, dt, do, lse, delta, dq, *common,
-            CAUSAL=causal, D=d, DV=dv, BM=cfg.block_m, BN=cfg.block_n, DOT_PREC=prec,
-            num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+            CAUSAL=causal, D=d, DV=dv, BM=qcfg.block_m, BN=qcfg.block_n, DOT_PREC=prec,
+            num_warps=qcfg.num_warps, num_stages=qcfg.num_stages,
         )
     ddt = ddt_heads.sum(dim=1) if need_ddt else None
     return dq, dkl, dkr, dvl, dvr, ddt

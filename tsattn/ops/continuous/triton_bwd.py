@@ -26,7 +26,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from .triton_fwd import LOG2E, _segment_weights_and_slope
+from .triton_fwd import LOG2E, _dot, _segment_weights_and_slope
 
 
 @triton.jit
@@ -73,14 +73,14 @@ def _bwd_dkdv_inner(
         dlt = tl.load(delta_ptr + rows, mask=rmask, other=0.0)
         qT = tl.trans(q)
         doT = tl.trans(do)
-        a_p = tl.dot(kp, qT, input_precision=DOT_PREC) * scale           # [BN, BM]
-        a_c = tl.dot(kc, qT, input_precision=DOT_PREC) * scale
+        a_p = _dot(kp, qT, None, DOT_PREC) * scale           # [BN, BM]
+        a_c = _dot(kc, qT, None, DOT_PREC) * scale
         lse2 = (lse * LOG2E)[None, :]
         e_p = tl.exp2(a_p * LOG2E - lse2)
         e_c = tl.exp2(a_c * LOG2E - lse2)
         cl, cr, g = _segment_weights_and_slope(a_p, a_c, e_p, e_c)
-        gp_p = tl.dot(vp, doT, input_precision=DOT_PREC) - dlt[None, :]   # after the weights: fewer live tiles
-        gp_c = tl.dot(vc, doT, input_precision=DOT_PREC) - dlt[None, :]
+        gp_p = _dot(vp, doT, None, DOT_PREC) - dlt[None, :]   # after the weights: fewer live tiles
+        gp_c = _dot(vc, doT, None, DOT_PREC) - dlt[None, :]
         cl = cl * dtv[:, None]
         cr = cr * dtv[:, None]
         g = g * dtv[:, None]
@@ -94,15 +94,15 @@ def _bwd_dkdv_inner(
         jump = g * (gp_c - gp_p)
         da_p = gp_p * cl + jump
         da_c = gp_c * cr - jump
-        dvp = tl.dot(cl.to(do.dtype), do, dvp, input_precision=DOT_PREC)
-        dvc = tl.dot(cr.to(do.dtype), do, dvc, input_precision=DOT_PREC)
-        dkp = tl.dot(da_p.to(q.dtype), q, dkp, input_precision=DOT_PREC)
-        dkc = tl.dot(da_c.to(q.dtype), q, dkc, input_precision=DOT_PREC)
+        dvp = _dot(cl.to(do.dtype), do, dvp, DOT_PREC)
+        dvc = _dot(cr.to(do.dtype), do, dvc, DOT_PREC)
+        dkp = _dot(da_p.to(q.dtype), q, dkp, DOT_PREC)
+        dkc = _dot(da_c.to(q.dtype), q, dkc, DOT_PREC)
         if HAS_DDT:
             ddt += tl.sum(gp_p * cl + gp_c * cr, 1)
         if ATOMIC_DQ:
-            dq = tl.dot(tl.trans(da_p.to(kp.dtype)), kp, input_precision=DOT_PREC)
-            dq = tl.dot(tl.trans(da_c.to(kc.dtype)), kc, dq, input_precision=DOT_PREC)
+            dq = _dot(tl.trans(da_p.to(kp.dtype)), kp, None, DOT_PREC)
+            dq = _dot(tl.trans(da_c.to(kc.dtype)), kc, dq, DOT_PREC)
             tl.atomic_add(dq_ptrs + t0 * stride_dqn, dq * scale, mask=rmask[:, None], sem="relaxed")
     return dkp, dkc, dvp, dvc, ddt
 
@@ -210,13 +210,13 @@ def _bwd_dq_inner(
             vp = tl.load(v_ptrs + s * stride_vn)
             vc = tl.load(v_ptrs + (s + 1) * stride_vn)
             dtv = tl.load(dt_ptrs + s * stride_dtn)
-        a_p = tl.dot(q, tl.trans(kp), input_precision=DOT_PREC) * scale      # [BM, BN]
-        a_c = tl.dot(q, tl.trans(kc), input_precision=DOT_PREC) * scale
+        a_p = _dot(q, tl.trans(kp), None, DOT_PREC) * scale      # [BM, BN]
+        a_c = _dot(q, tl.trans(kc), None, DOT_PREC) * scale
         e_p = tl.exp2(a_p * LOG2E - lse2[:, None])
         e_c = tl.exp2(a_c * LOG2E - lse2[:, None])
         cl, cr, g = _segment_weights_and_slope(a_p, a_c, e_p, e_c)
-        gp_p = tl.dot(do, tl.trans(vp), input_precision=DOT_PREC) - dlt[:, None]
-        gp_c = tl.dot(do, tl.trans(vc), input_precision=DOT_PREC) - dlt[:, None]
+        gp_p = _dot(do, tl.trans(vp), None, DOT_PREC) - dlt[:, None]
+        gp_c = _dot(do, tl.trans(vc), None, DOT_PREC) - dlt[:, None]
         cl = cl * dtv[None, :]
         cr = cr * dtv[None, :]
         g = g * dtv[None, :]
@@ -230,8 +230,8 @@ def _bwd_dq_inner(
         jump = g * (gp_c - gp_p)
         da_p = gp_p * cl + jump
         da_c = gp_c * cr - jump
-        dq = tl.dot(da_p.to(kp.dtype), kp, dq, input_precision=DOT_PREC)
-        dq = tl.dot(da_c.to(kc.dtype), kc, dq, input_precision=DOT_PREC)
+        dq = _dot(da_p.to(kp.dtype), kp, dq, DOT_PREC)
+        dq = _dot(da_c.to(kc.dtype), kc, dq, DOT_PREC)
     return dq
 
 

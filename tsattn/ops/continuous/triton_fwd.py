@@ -48,6 +48,18 @@ N_DP2_ODD = tl.constexpr(len(_DP2[1::2]))
 # Elementwise helpers
 # ---------------------------------------------------------------------------------------------
 @triton.jit
+def _dot(a, b, acc, DOT_PREC: tl.constexpr):
+    """a @ b (+ acc) with fp32 accumulation. DOT_PREC is tl.dot's input_precision ("ieee" for
+    fp32 inputs; ignored for 16-bit ones) or "upcast": multiply in fp32, which gives the same
+    products (a bf16 x bf16 product is exact in fp32). "upcast" exists for Triton's interpreter,
+    whose tl.dot (3.7.1) multiplies the raw bf16 bit patterns as uint16 integers."""
+    if DOT_PREC == "upcast":
+        return tl.dot(a.to(tl.float32), b.to(tl.float32), acc, input_precision="ieee")
+    else:
+        return tl.dot(a, b, acc, input_precision=DOT_PREC)
+
+
+@triton.jit
 def _horner(x, C: tl.constexpr, NC: tl.constexpr):
     """C[0] + C[1] x + ... + C[NC-1] x^(NC-1), NC >= 2 compile-time coefficients (unrolled FMAs)."""
     acc = x * C[NC - 1] + C[NC - 2]
@@ -126,8 +138,8 @@ def _fwd_inner(
             vp = tl.load(vp_ptrs + s * stride_vn)
             vc = tl.load(vp_ptrs + (s + 1) * stride_vn)
             dtv = tl.load(dt_ptrs + s * stride_dtn)
-        a_p = tl.dot(q, tl.trans(kp), input_precision=DOT_PREC) * scale
-        a_c = tl.dot(q, tl.trans(kc), input_precision=DOT_PREC) * scale
+        a_p = _dot(q, tl.trans(kp), None, DOT_PREC) * scale
+        a_c = _dot(q, tl.trans(kc), None, DOT_PREC) * scale
         top = tl.maximum(a_p, a_c)
         if MASK:
             valid = cmask[None, :]
@@ -147,8 +159,8 @@ def _fwd_inner(
         alpha = tl.exp2((m_i - m_new) * LOG2E)
         l_i = l_i * alpha + tl.sum(cl + cr, 1)
         acc = acc * alpha[:, None]
-        acc = tl.dot(cl.to(vp.dtype), vp, acc, input_precision=DOT_PREC)
-        acc = tl.dot(cr.to(vc.dtype), vc, acc, input_precision=DOT_PREC)
+        acc = _dot(cl.to(vp.dtype), vp, acc, DOT_PREC)
+        acc = _dot(cr.to(vc.dtype), vc, acc, DOT_PREC)
         m_i = m_new
     return acc, l_i, m_i
 

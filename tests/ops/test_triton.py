@@ -1,0 +1,229 @@
+"""The Triton backend against the fp64 reference: o, dq, dk, dv, dk0, dv0 and d dt.
+
+On CPU these run under Triton's interpreter (tests/conftest.py sets TRITON_INTERPRET=1 before
+anything imports triton), which is ~1000x slower than eager torch: shapes are small and odd, and
+the cases cover every pair of (N, D, causal, sink, dt) values rather than their full product.
+One more test compiles the kernels for sm_90 (no GPU needed) so that what the interpreter accepts
+but a GPU compiler would not (tl.dot below 16, non-power-of-two blocks) is caught here too.
+"""
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+triton = pytest.importorskip("triton")
+
+from tsattn import continuous_attention  # noqa: E402
+from tsattn.ops.continuous import function as tfn  # noqa: E402
+
+F64 = torch.float64
+if tfn.interpreting():
+    DEVICE = "cpu"
+elif torch.cuda.is_available():
+    DEVICE = "cuda"
+else:
+    pytest.skip("Triton kernels need a CUDA GPU or TRITON_INTERPRET=1", allow_module_level=True)
+
+NAMES = ("o", "dq", "dk", "dv", "dk0", "dv0", "ddt")
+
+
+def rel_err(x: torch.Tensor, ref: torch.Tensor) -> float:
+    """||x - ref|| / ||ref||, with ||ref|| floored at an RMS of 0.01 per element.
+
+    The floor only matters where a gradient is identically zero in exact arithmetic (d dt at
+    N = 1, where o does not depend on dt; dq and dk at N = 1 with the "first" sink, where both
+    knots coincide): there the check becomes an absolute one, RMS error <= 1e-6 at tol 1e-4.
+    Every other reference gradient here has an RMS above 0.08."""
+    floor = 1e-2 * ref.numel() ** 0.5
+    return ((x.to(F64) - ref.to(F64)).norm() / ref.to(F64).norm().clamp_min(floor)).item()
+
+
+def make_inputs(b, h, n, d, dv, *, sink, irregular, seed, score_scale=1.0, dtype=torch.float32):
+    """Leaves in ``dtype`` (rounded once, so the reference sees the same numbers) with scores
+    a = scale q.k of O(score_scale): std ~2 by default."""
+    g = torch.Generator().manual_seed(seed)
+    q = 2.0 * score_scale * torch.randn(b, h, n, d, generator=g)
+    k = torch.randn(b, h, n, d, generator=g)
+    v = torch.randn(b, h, n, dv, generator=g)
+    leaves = dict(q=q, k=k, v=v)
+    if sink == "learned":  # per-head parameters [H, 1, D], broadcast over the batch
+        leaves["k0"] = torch.randn(h, 1, d, generator=g)
+        leaves["v0"] = torch.randn(h, 1, dv, generator=g)
+    if irregular:
+        leaves["dt"] = 0.1 + 2.0 * torch.rand(b, n, generator=g)
+    return {key: t.to(dtype).to(DEVICE).requires_grad_() for key, t in leaves.items()}
+
+
+def run(leaves, sink, causal, backend, go, compute=None):
+    """Output and gradients {name: tensor} (dk0/dv0 only for learned sinks, ddt only with dt)."""
+    x = {key: (t.to(compute) if compute is not None else t) for key, t in leaves.items()}
+    k0, v0 = x.get("k0"), x.get("v0")
+    if sink == "first":  # the sink is a view of the first knot: its gradient lands in dk/dv
+        k0, v0 = x["k"][..., :1, :], x["v"][..., :1, :]
+    o = continuous_attention(x["q"], x["k"], x["v"], k0, v0, causal=causal, dt=x.get("dt"), backend=backend)
+    grads = torch.autograd.grad(o, list(leaves.values()), go.to(o.dtype))
+    names = {"q": "dq", "k": "dk", "v": "dv", "k0": "dk0", "v0": "dv0", "dt": "ddt"}
+    return {"o": o, **{names[key]: gr for key, gr in zip(leaves, grads)}}
+
+
+def check_against_reference(n, d, dv, causal, sink, irregular, *, seed, tol, b=2, h=2, score_scale=1.0,
+                            dtype=torch.float32):
+    leaves = make_inputs(b, h, n, d, dv, sink=sink, irregular=irregular, seed=seed, score_scale=score_scale,
+                         dtype=dtype)
+    go = torch.randn(b, h, n, dv, generator=torch.Generator().manual_seed(seed + 1)).to(DEVICE)
+    got = run(leaves, sink, causal, "triton", go)
+    ref = run(leaves, sink, causal, "reference", go, compute=F64)
+    assert got["o"].dtype == dtype and got["o"].shape == (b, h, n, dv)
+    errors = {}
+    for name in NAMES:
+        if name in ref:
+            assert got[name].shape == ref[name].shape and got[name].dtype == leaves_dtype(name, leaves)
+            assert torch.isfinite(got[name]).all(), name
+            errors[name] = rel_err(got[name], ref[name])
+    bad = {name: err for name, err in errors.items() if not err <= tol}
+    assert not bad, f"relative errors above {tol:g}: {bad} (all: {errors})"
+    return errors
+
+
+def leaves_dtype(name, leaves):
+    key = {"o": "q", "dq": "q", "dk": "k", "dv": "v", "dk0": "k0", "dv0": "v0", "ddt": "dt"}[name]
+    return leaves[key].dtype
+
+
+# (n, d, dv, causal, sink, irregular): every pair of values of the five factors appears at least once
+PAIRWISE = [
+    (1, 16, 16, False, "zeros", False),
+    (1, 32, 32, True, "learned", True),
+    (1, 16, 16, True, "first", True),
+    (17, 16, 16, False, "learned", True),
+    (17, 32, 32, True, "first", False),
+    (17, 16, 16, True, "zeros", True),
+    (63, 32, 32, False, "first", True),
+    (63, 16, 32, True, "learned", False),   # Dv != D
+    (63, 32, 32, True, "zeros", True),
+    (130, 16, 16, True, "first", True),
+    (130, 32, 32, False, "zeros", False),
+    (130, 32, 16, True, "learned", True),   # Dv != D
+]
+
+
+def _case_id(case):
+    n, d, dv, causal, sink, irregular = case
+    return f"n{n}-d{d}x{dv}-{'causal' if causal else 'bidir'}-{sink}-{'dt' if irregular else 'unit'}"
+
+
+@pytest.mark.parametrize("case", PAIRWISE, ids=[_case_id(c) for c in PAIRWISE])
+def test_fp32_matches_reference(case):
+    n, d, dv, causal, sink, irregular = case
+    check_against_reference(n, d, dv, causal, sink, irregular, seed=n * 7 + d, tol=1e-4)
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["bidir", "causal"])
+def test_large_scores_use_the_closed_forms(causal):
+    """|a| up to ~100, neighbour differences mostly far outside the series radius."""
+    check_against_reference(63, 16, 16, causal, "learned", True, seed=3, tol=1e-4, score_scale=12.0)
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["bidir", "causal"])
+def test_atomic_dq_path(monkeypatch, causal):
+    """dq accumulated by fp32 atomics inside the dK/dV kernel (the GPU default)."""
+    monkeypatch.setattr(tfn, "ATOMIC_DQ", True)
+    check_against_reference(63, 16, 16, causal, "learned", True, seed=5, tol=1e-4)
+
+
+@pytest.mark.parametrize("blocks", [(32, 16), (16, 32)], ids=["bm32-bn16", "bm16-bn32"])
+@pytest.mark.parametrize("causal", [False, True], ids=["bidir", "causal"])
+def test_unequal_block_shapes(monkeypatch, blocks, causal):
+    """The GPU table uses block_m != block_n: the masked/unmasked loop bounds must hold for both."""
+    cfg = tfn.KernelConfig(*blocks, 1, 1)
+    for name in ("fwd_config", "bwd_config", "dq_config"):
+        monkeypatch.setattr(tfn, name, lambda d, dv, causal, cfg=cfg: cfg)
+    monkeypatch.setattr(tfn, "ATOMIC_DQ", causal)   # both dq paths
+    check_against_reference(70, 16, 16, causal, "learned", True, seed=11, tol=1e-4)
+
+
+@pytest.mark.parametrize("dtype,tol", [(torch.float16, 5e-3), (torch.bfloat16, 3e-2)], ids=["fp16", "bf16"])
+def test_half_precision_inputs_accumulate_in_fp32(dtype, tol):
+    check_against_reference(63, 32, 32, True, "learned", True, seed=13, tol=tol, dtype=dtype)
+
+
+def test_saves_only_linear_memory_for_backward():
+    leaves = make_inputs(1, 1, 130, 16, 16, sink="learned", irregular=True, seed=0)
+    o = continuous_attention(leaves["q"], leaves["k"], leaves["v"], leaves["k0"], leaves["v0"],
+                             causal=True, dt=leaves["dt"], backend="triton")
+    node = o.grad_fn
+    while type(node).__name__ != "ContinuousAttentionTritonBackward":
+        node = node.next_functions[0][0]
+    saved = node.saved_tensors
+    assert saved and all(sum(size >= 130 for size in t.shape) <= 1 for t in saved), [t.shape for t in saved]
+
+
+def test_cpu_tensors_outside_the_interpreter_raise(monkeypatch):
+    monkeypatch.setattr(tfn, "interpreting", lambda: False)
+    q = torch.randn(1, 1, 5, 16)
+    with pytest.raises(ValueError, match="CUDA tensors.*TRITON_INTERPRET=1.*backend='torch'"):
+        continuous_attention(q, q, q, backend="triton")
+
+
+@pytest.mark.parametrize("d,dv", [(8, 8), (48, 48), (16, 24), (256, 256)])
+def test_unsupported_head_dims_raise(d, dv):
+    q = torch.randn(1, 1, 5, d, device=DEVICE)
+    v = torch.randn(1, 1, 5, dv, device=DEVICE)
+    with pytest.raises(ValueError, match=r"head dims \(16, 32, 64, 128\)"):
+        continuous_attention(q, q, v, backend="triton")
+
+
+def test_float64_raises():
+    q = torch.randn(1, 1, 5, 16, dtype=F64, device=DEVICE)
+    with pytest.raises(ValueError, match="float64"):
+        continuous_attention(q, q, q, backend="triton")
+
+
+_COMPILE_SCRIPT = textwrap.dedent(
+    """
+    import sys
+    sys.path.insert(0, sys.argv[1])
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    from tsattn.ops.continuous import function as f, triton_bwd as bwd, triton_fwd as fwd
+
+    def compile_(fn, ptr_types, num_warps, num_stages, **consts):
+        sig = {a: "constexpr" if a in consts else ptr_types.get(a, "fp32" if a == "scale" else "i32")
+               for a in fn.arg_names}
+        out = triton.compile(ASTSource(fn, sig, constexprs=consts), target=GPUTarget("cuda", 90, 32),
+                             options=dict(num_warps=num_warps, num_stages=num_stages))
+        assert "cubin" in out.asm and "mma" in out.asm["ptx"] or fn is bwd._bwd_preprocess, fn
+
+    d, causal, bf = 64, True, "*bf16"
+    f32 = {n: "*fp32" for n in ("DT", "LSE", "DELTA", "DKL", "DKR", "DVL", "DVR", "DDT")}
+    c = f.fwd_config(d, d, causal)
+    compile_(fwd._fwd_kernel, {**dict.fromkeys(("Q", "KEYS", "VALUES", "O"), bf), **f32}, c.num_warps, c.num_stages,
+             CAUSAL=causal, D=d, DV=d, BM=c.block_m, BN=c.block_n, DOT_PREC="tf32")
+    compile_(bwd._bwd_preprocess, {"O": bf, "DO": bf, **f32}, 4, 2, DV=d, BM=64)
+    c = f.bwd_config(d, d, causal)
+    compile_(bwd._bwd_dkdv_kernel, {**dict.fromkeys(("Q", "KEYS", "VALUES", "DO"), bf), "DQ": "*fp32", **f32},
+             c.num_warps, c.num_stages, CAUSAL=causal, D=d, DV=d, BM=c.block_m, BN=c.block_n, DOT_PREC="tf32",
+             ATOMIC_DQ=True, HAS_DDT=True)
+    c = f.dq_config(d, d, causal)
+    compile_(bwd._bwd_dq_kernel, {**dict.fromkeys(("Q", "KEYS", "VALUES", "DO", "DQ"), bf), **f32},
+             c.num_warps, c.num_stages, CAUSAL=causal, D=d, DV=d, BM=c.block_m, BN=c.block_n, DOT_PREC="tf32")
+    print("compiled")
+    """
+)
+
+
+def test_kernels_compile_for_sm90():
+    """Ahead-of-time compilation for an H100/H200 (sm_90) with the GPU block table: no GPU needed."""
+    try:
+        from triton.backends.nvidia import compiler  # noqa: F401
+    except ImportError:
+        pytest.skip("Triton's NVIDIA backend is not installed")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = {key: val for key, val in os.environ.items() if key != "TRITON_INTERPRET"}
+    proc = subprocess.run([sys.executable, "-c", _COMPILE_SCRIPT, root], env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0 and "compiled" in proc.stdout, proc.stderr[-3000:]
