@@ -31,6 +31,27 @@ def _metrics(prefix: str) -> MetricCollection:
     )
 
 
+def data_info(dm) -> dict[str, Any]:
+    """The facts about a fitted ``CSVDataModule`` that forecasting from new data needs."""
+    scaler = dm.scaler
+    source = dm.hparams.get("data")
+    return {
+        "source": source if isinstance(source, str) else None,
+        "channel_names": list(dm.channel_names),
+        "target_names": list(dm.target_names),
+        "target_index": list(dm.target_index),
+        "scaler_mean": None if scaler is None else [float(v) for v in scaler.mean_],
+        "scaler_scale": None if scaler is None else [float(v) for v in scaler.scale_],
+        "freq": dm.freq,
+        "time_column": dm.table.time_column,
+        "features": dm.features,
+        "target": dm.target,
+        "read_options": {**dm.read_options, "time_column": dm.time_column, "time_format": dm.time_format,
+                         "na_values": dm.na_values, "sort": dm.sort, "columns": dm.columns},
+        "datamodule": {k: v for k, v in dm.hparams.items() if k != "data"},
+    }
+
+
 class ForecastModule(pl.LightningModule):
     """Train, validate and test a forecasting model from ``tsattn.models``.
 
@@ -99,6 +120,9 @@ class ForecastModule(pl.LightningModule):
         self.register_buffer("y_scale", torch.ones(n_out))
         self.val_metrics = _metrics("val_")
         self.test_metrics = _metrics("test_")
+        # What the model was fit on (channel names, scaler, frequency, reading options): saved in
+        # checkpoints so that a loaded model can forecast from new data on the same scale.
+        self.data_info: Optional[dict[str, Any]] = None
 
     # -- wiring ------------------------------------------------------------------------------------
     def setup(self, stage: str) -> None:
@@ -114,6 +138,14 @@ class ForecastModule(pl.LightningModule):
                 )
             self.y_mean.copy_(torch.as_tensor(scaler.mean_[index], dtype=self.y_mean.dtype))
             self.y_scale.copy_(torch.as_tensor(scaler.scale_[index], dtype=self.y_scale.dtype))
+        if dm is not None and stage == "fit" and hasattr(dm, "channel_names"):
+            self.data_info = data_info(dm)
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        checkpoint["tsattn_data_info"] = self.data_info
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        self.data_info = checkpoint.get("tsattn_data_info")
 
     def configure_model(self) -> None:
         if self.hparams.compile and not getattr(self, "_compiled", False):
