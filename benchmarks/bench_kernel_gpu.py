@@ -1,0 +1,320 @@
+#!/usr/bin/env python
+"""Fused Triton continuous attention on a GPU: correctness first, then speed against SDPA (flash).
+
+    python benchmarks/bench_kernel_gpu.py            # check + timings + memory (~4-6 minutes on an H200)
+    python benchmarks/bench_kernel_gpu.py --sweep    # also a block-size sweep at N = 4096, D = 64
+    TRITON_INTERPRET=1 python benchmarks/bench_kernel_gpu.py --dry-run   # CPU smoke test of this script
+
+Runs from a bare checkout (the repository root is put on sys.path). Steps:
+1. correctness: the Triton path (bf16 and fp32 inputs) against the torch path on the fp32 upcast of
+   the same inputs, o and every gradient (q, k, v, k0, v0, dt), relative errors; the allocator is
+   poisoned with NaN first, so an element a kernel fails to write shows up as non-finite;
+2. timings (triton.testing.do_bench, median) of forward and forward+backward, bf16, learned per-head
+   sink, for N in {512, 1024, 4096, 16384}, D in {64, 128}, causal and bidirectional, against
+   scaled_dot_product_attention restricted to the flash backend; forward+backward is timed with dq
+   by atomics (the default) and with the separate dq kernel;
+3. peak memory of forward+backward at N = 16384 (over the inputs), Triton vs SDPA.
+TFLOP/s are counted as for softmax attention: 4 B H N^2 D forward (half of it causal), forward +
+backward 3.5 times that. With $OUT set, the full results go to $OUT/bench_kernel_gpu.json and .csv.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+import triton  # noqa: E402
+from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
+
+from tsattn.ops.continuous import function as tfn  # noqa: E402
+from tsattn.ops.continuous.api import continuous_attention  # noqa: E402
+
+TIME_BUDGET_S = 420.0          # stop starting new timings after this (the lease allows ~8 minutes a call)
+HEADS = 16
+TOKENS = 2 ** 17               # B * N per shape (B >= 1), so that every shape fills the chip
+SEQ_LENS = (512, 1024, 4096, 16384)
+HEAD_DIMS = (64, 128)
+MEMORY_N = 16384
+SWEEP_N = 4096
+DEVICE = "cuda"
+SDPA_BACKEND = SDPBackend.FLASH_ATTENTION
+# bf16: P and dA are rounded to bf16 before their dots and o before delta = rowsum(dO o); the
+# interpreter saw up to 2e-2 (dk0, a sum over batch and queries) at N = 33
+CHECK_TOL = {torch.float32: 1e-4, torch.bfloat16: 5e-2}
+# (N, D, causal, dtype, dq by atomics): odd lengths, both dq paths, fp32 with IEEE dots
+CHECKS = [
+    (257, 64, True, torch.bfloat16, True), (257, 64, False, torch.bfloat16, True),
+    (1000, 128, True, torch.bfloat16, True), (1000, 128, False, torch.bfloat16, True),
+    (257, 64, True, torch.bfloat16, False), (1000, 128, False, torch.bfloat16, False),
+    (333, 64, True, torch.float32, True), (333, 64, False, torch.float32, False),
+]
+T0 = time.time()
+
+
+def log(msg: str) -> None:
+    print(f"[{time.time() - T0:6.1f}s] {msg}", flush=True)
+
+
+def poison_allocator() -> None:
+    """Fill cached allocator blocks of both pools with NaN, then free them: outputs allocated next
+    start as NaN wherever the caching allocator hands those blocks out again."""
+    if DEVICE != "cuda":
+        return
+    blocks = [torch.full((2 ** 18,), float("nan"), device="cuda") for _ in range(256)]   # 1 MiB: small pool
+    blocks.append(torch.full((2 ** 29,), float("nan"), device="cuda"))                    # 2 GiB: large pool
+    torch.cuda.synchronize()
+    del blocks
+
+
+def rel(x: torch.Tensor, ref: torch.Tensor) -> float:
+    x, ref = x.double(), ref.double()
+    return ((x - ref).norm() / ref.norm().clamp_min(1e-30)).item()
+
+
+def attention_inputs(b, h, n, d, dtype, *, grad=True, dt=False, seed=0):
+    g = torch.Generator(device=DEVICE).manual_seed(seed)
+    mk = lambda *shape, s=1.0: (s * torch.randn(*shape, generator=g, device=DEVICE)).to(dtype)  # noqa: E731
+    x = dict(q=mk(b, h, n, d, s=2.0), k=mk(b, h, n, d), v=mk(b, h, n, d), k0=mk(h, 1, d), v0=mk(h, 1, d))
+    if dt:
+        x["dt"] = (0.1 + 2.0 * torch.rand(b, n, generator=g, device=DEVICE)).to(dtype)
+    return {key: t.requires_grad_(grad) for key, t in x.items()}
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. correctness on the GPU
+# ---------------------------------------------------------------------------------------------
+def check(n: int, d: int, causal: bool, dtype: torch.dtype, atomic: bool, b: int = 2, h: int = 4) -> dict:
+    tfn.ATOMIC_DQ = atomic
+    x = attention_inputs(b, h, n, d, dtype, dt=True, seed=n + d)
+    go = torch.randn(b, h, n, d, device=DEVICE, generator=torch.Generator(device=DEVICE).manual_seed(n))
+    names = list(x)
+    poison_allocator()
+    o = continuous_attention(**x, causal=causal, backend="triton")
+    got = [o, *torch.autograd.grad(o, [x[k] for k in names], go.to(dtype))]
+    up = {k: t.detach().float().requires_grad_() for k, t in x.items()}
+    o_ref = continuous_attention(**up, causal=causal, backend="torch")
+    ref = [o_ref, *torch.autograd.grad(o_ref, [up[k] for k in names], go)]
+    labels = ["o"] + ["d" + k for k in names]
+    errors = {lab: rel(a, r) for lab, a, r in zip(labels, got, ref)}
+    finite = all(bool(torch.isfinite(a).all()) for a in got)
+    worst = max(errors.values())
+    ok = finite and worst <= CHECK_TOL[dtype]
+    tfn.ATOMIC_DQ = None
+    return dict(n=n, d=d, causal=causal, dtype=str(dtype).replace("torch.", ""), atomic_dq=atomic,
+                finite=finite, ok=ok, worst=worst, **errors)
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. timings
+# ---------------------------------------------------------------------------------------------
+def bench(fn, grads=()) -> float:
+    if DEVICE != "cuda":  # dry run: one call, wall clock
+        start = time.perf_counter()
+        fn()
+        return (time.perf_counter() - start) * 1e3
+    return triton.testing.do_bench(fn, warmup=25, rep=100, grad_to_none=list(grads), return_mode="median")
+
+
+def time_shape(n: int, d: int, causal: bool, full: bool = True) -> dict:
+    """Median times of one shape; ``full=False`` (the sweep) times only our forward and forward+backward."""
+    b = max(1, TOKENS // n)
+    h = HEADS
+    x = attention_inputs(b, h, n, d, torch.bfloat16, seed=n * 3 + d + causal)
+    go = torch.randn(b, h, n, d, device=DEVICE, dtype=torch.bfloat16)
+    leaves = list(x.values())
+    row = dict(B=b, H=h, N=n, D=d, causal=causal)
+
+    def ours():
+        return continuous_attention(**x, causal=causal, backend="triton")
+
+    def sdpa():
+        return F.scaled_dot_product_attention(x["q"], x["k"], x["v"], is_causal=causal)
+
+    with torch.no_grad():
+        row["fwd_ms"] = bench(ours)
+    tfn.ATOMIC_DQ = True
+    row["fwdbwd_ms"] = bench(lambda: ours().backward(go), leaves)
+    tfn.ATOMIC_DQ = None
+    if not full:
+        return row
+    tfn.ATOMIC_DQ = False
+    row["fwdbwd_dqkernel_ms"] = bench(lambda: ours().backward(go), leaves)
+    tfn.ATOMIC_DQ = None
+    with sdpa_kernel(SDPA_BACKEND):
+        with torch.no_grad():
+            row["sdpa_fwd_ms"] = bench(sdpa)
+        row["sdpa_fwdbwd_ms"] = bench(lambda: sdpa().backward(go), leaves[:3])
+
+    flops_fwd = 4.0 * b * h * n * n * d * (0.5 if causal else 1.0)
+    best = min(row["fwdbwd_ms"], row["fwdbwd_dqkernel_ms"])
+    row["ratio_fwd"] = row["fwd_ms"] / row["sdpa_fwd_ms"]
+    row["ratio_fwdbwd"] = best / row["sdpa_fwdbwd_ms"]
+    row["tflops_fwd"] = flops_fwd / row["fwd_ms"] * 1e-9
+    row["tflops_fwdbwd"] = 3.5 * flops_fwd / best * 1e-9
+    row["sdpa_tflops_fwdbwd"] = 3.5 * flops_fwd / row["sdpa_fwdbwd_ms"] * 1e-9
+    return row
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. memory
+# ---------------------------------------------------------------------------------------------
+def peak_memory(n: int, d: int, causal: bool) -> dict:
+    out = {}
+    for name in ("triton", "sdpa"):
+        x = attention_inputs(1, HEADS, n, d, torch.bfloat16, seed=1)
+        go = torch.randn(1, HEADS, n, d, device=DEVICE, dtype=torch.bfloat16)
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        if name == "triton":
+            continuous_attention(**x, causal=causal, backend="triton").backward(go)
+        else:
+            with sdpa_kernel(SDPA_BACKEND):
+                F.scaled_dot_product_attention(x["q"], x["k"], x["v"], is_causal=causal).backward(go)
+        torch.cuda.synchronize()
+        out[f"{name}_peak_mib"] = (torch.cuda.max_memory_allocated() - base) / 2 ** 20
+        del x, go
+    out.update(B=1, H=HEADS, N=n, D=d, causal=causal)
+    return out
+
+
+def sweep() -> list[dict]:
+    """Block sizes at N = SWEEP_N (4096), D = 64, causal: forward configs, then dK/dV configs (atomic dq)."""
+    rows = []
+    n, d, causal = SWEEP_N, HEAD_DIMS[0], True
+    fwd_default, bwd_default = tfn.fwd_config, tfn.bwd_config
+    for kind, cands in (("fwd", [(128, 64, 8, 2), (128, 32, 8, 2), (64, 64, 4, 2), (128, 64, 8, 3), (64, 32, 4, 3)]),
+                        ("bwd", [(64, 32, 8, 2), (32, 32, 4, 2), (64, 64, 8, 2), (128, 32, 8, 2), (32, 64, 4, 2)])):
+        for cand in cands:
+            if time.time() - T0 > TIME_BUDGET_S:
+                break
+            cfg = tfn.KernelConfig(*cand)
+            if kind == "fwd":
+                tfn.fwd_config = lambda *a, cfg=cfg: cfg
+            else:
+                tfn.bwd_config = lambda *a, cfg=cfg: cfg
+            try:
+                r = time_shape(n, d, causal, full=False)
+                rows.append(dict(kind=kind, config=str(cand), fwd_ms=r["fwd_ms"], fwdbwd_ms=r["fwdbwd_ms"]))
+            except Exception as exc:  # out of resources, compile failure: record and go on
+                rows.append(dict(kind=kind, config=str(cand), error=repr(exc)[:200]))
+            log(f"sweep {kind} {cand}: {rows[-1]}")
+            tfn.fwd_config, tfn.bwd_config = fwd_default, bwd_default
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sweep", action="store_true", help="also sweep block sizes at N=4096, D=64, causal")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="CPU smoke test under TRITON_INTERPRET=1: tiny shapes, SDPA math backend, no memory")
+    args = parser.parse_args()
+    global DEVICE, SDPA_BACKEND, SEQ_LENS, HEAD_DIMS, TOKENS, HEADS, CHECKS, SWEEP_N
+    if args.dry_run:
+        if not tfn.interpreting():
+            print("--dry-run needs TRITON_INTERPRET=1 in the environment")
+            return 2
+        DEVICE, SDPA_BACKEND, SEQ_LENS, HEAD_DIMS, TOKENS, HEADS = "cpu", SDPBackend.MATH, (33,), (16,), 66, 2
+        SWEEP_N = 33
+        CHECKS = [(33, 16, True, torch.bfloat16, True), (21, 16, False, torch.float32, False)]
+    elif not torch.cuda.is_available():
+        print("no CUDA device: this script needs a GPU (or --dry-run under TRITON_INTERPRET=1)")
+        return 2
+    else:
+        assert not tfn.interpreting(), "unset TRITON_INTERPRET for the GPU benchmark"
+    torch.backends.cuda.matmul.allow_tf32 = False
+    if DEVICE == "cuda":
+        props = torch.cuda.get_device_properties(0)
+        device_name, sms = props.name, props.multi_processor_count
+    else:
+        device_name, sms = "cpu (Triton interpreter, dry run)", 0
+    meta = dict(device=device_name, sms=sms, torch=torch.__version__,
+                triton=triton.__version__, date=datetime.datetime.now().isoformat(timespec="seconds"))
+    log(f"{meta}")
+
+    checks = []
+    for n, d, causal, dtype, atomic in CHECKS:
+        try:
+            checks.append(check(n, d, causal, dtype, atomic))
+        except Exception as exc:
+            checks.append(dict(n=n, d=d, causal=causal, dtype=str(dtype), atomic_dq=atomic, ok=False, error=repr(exc)[:300]))
+        log(f"check {checks[-1]}")
+    all_ok = all(c["ok"] for c in checks)
+    log("CORRECTNESS " + ("PASS" if all_ok else "FAIL: timings below are of a wrong kernel"))
+
+    rows, skipped = [], []
+    for n in SEQ_LENS:
+        for d in HEAD_DIMS:
+            for causal in (False, True):
+                if time.time() - T0 > TIME_BUDGET_S:
+                    skipped.append((n, d, causal))
+                    continue
+                try:
+                    rows.append(time_shape(n, d, causal))
+                except Exception as exc:
+                    rows.append(dict(N=n, D=d, causal=causal, error=repr(exc)[:300]))
+                log(f"time {rows[-1]}")
+    memory = []
+    for causal in (False, True) if DEVICE == "cuda" else ():
+        if time.time() - T0 > TIME_BUDGET_S + 30:
+            skipped.append(("memory", causal))
+            continue
+        try:
+            memory.append(peak_memory(MEMORY_N, 64, causal))
+        except Exception as exc:
+            memory.append(dict(N=16384, causal=causal, error=repr(exc)[:300]))
+        log(f"memory {memory[-1]}")
+    sweep_rows = sweep() if args.sweep else []
+
+    result = dict(meta=meta, checks=checks, timings=rows, memory=memory, sweep=sweep_rows, skipped=skipped)
+    out_dir = os.environ.get("OUT")
+    if out_dir:
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        (Path(out_dir) / "bench_kernel_gpu.json").write_text(json.dumps(result, indent=1, default=str))
+        keys = sorted({k for r in rows for k in r})
+        with open(Path(out_dir) / "bench_kernel_gpu.csv", "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=keys)
+            writer.writeheader()
+            writer.writerows(rows)
+
+    print()
+    print(f"{meta['device']}  torch {meta['torch']}  triton {meta['triton']}  {meta['date']}")
+    print("correctness (worst rel. error over o and all grads): "
+          + ", ".join(f"{c['dtype']} N{c['n']} D{c['d']} {'c' if c['causal'] else 'b'}"
+                      f"{'' if c.get('atomic_dq', True) else ' dqk'}: "
+                      f"{c.get('worst', math.nan):.1e}{'' if c['ok'] else ' FAIL'}" for c in checks))
+    print(f"{'B,H,N,D':>16} {'causal':>6} {'fwd ms':>8} {'f+b ms':>8} {'f+b dqk':>8} {'sdpa f':>8} "
+          f"{'sdpa f+b':>8} {'ratio f':>7} {'ratio fb':>8} {'TF/s f':>7} {'TF/s fb':>7}")
+    for r in rows:
+        shape = f"{r.get('B', '?')},{r.get('H', '?')},{r['N']},{r['D']}"
+        if "error" in r:
+            print(f"{shape:>16} {str(r['causal']):>6} ERROR {r['error'][:80]}")
+            continue
+        print(f"{shape:>16} {str(r['causal']):>6} {r['fwd_ms']:8.3f} {r['fwdbwd_ms']:8.3f} "
+              f"{r['fwdbwd_dqkernel_ms']:8.3f} {r['sdpa_fwd_ms']:8.3f} {r['sdpa_fwdbwd_ms']:8.3f} "
+              f"{r['ratio_fwd']:7.2f} {r['ratio_fwdbwd']:8.2f} {r['tflops_fwd']:7.1f} {r['tflops_fwdbwd']:7.1f}")
+    for m in memory:
+        if "error" in m:
+            print(f"memory N={m['N']} causal={m['causal']}: ERROR {m['error'][:80]}")
+        else:
+            print(f"peak memory fwd+bwd B=1 H={m['H']} N={m['N']} D={m['D']} causal={m['causal']}: "
+                  f"triton {m['triton_peak_mib']:.0f} MiB, sdpa {m['sdpa_peak_mib']:.0f} MiB")
+    if skipped:
+        print(f"skipped (time budget): {skipped}")
+    print(f"total {time.time() - T0:.0f}s; correctness {'PASS' if all_ok else 'FAIL'}")
+    return 0 if all_ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
