@@ -1,7 +1,7 @@
 """``ForecastModule``: a registered forecasting model as a LightningModule.
 
 Loss, metrics (MSE / MAE on the scaled data, the published convention, and on the original scale),
-Adam with the PatchTST learning-rate schedules, optional ``torch.compile`` and per-epoch reseeding
+Adam with the PatchTST learning-rate schedules, optional ``torch.compile`` and per-step reseeding
 for runs that resume exactly from a checkpoint. Batches are the data layer's dicts
 (``"x"`` [B, L, C_in], ``"y"`` [B, H, C_out], ``"t_x"`` [B, L], ...).
 """
@@ -74,8 +74,8 @@ class ForecastModule(pl.LightningModule):
         pct_start: warm-up fraction of ``"onecycle"``.
         compile: ``torch.compile`` the model's forward (fuses the continuous op on CPU; the first
             batches pay the compile time).
-        seed: reseed torch's RNG at every train epoch with (seed, epoch), so dropout masks depend only
-            on the epoch and a run resumed from a checkpoint repeats an uninterrupted one. None: off.
+        seed: reseed torch's RNG before every train step with (seed, step), so dropout masks depend
+            only on the step and a run resumed from a checkpoint repeats an uninterrupted one. None: off.
     """
 
     def __init__(
@@ -206,10 +206,15 @@ class ForecastModule(pl.LightningModule):
         """Forecast [B, H, C_out] in original units."""
         return self.to_original(self(batch["x"], batch.get("t_x")))
 
+    def on_fit_start(self) -> None:
+        # states left by an earlier trainer.validate()/test() are inference tensors; start fresh
+        self.val_metrics.reset()
+        self.test_metrics.reset()
+
     # -- reproducibility ---------------------------------------------------------------------------
-    def on_train_epoch_start(self) -> None:
-        if self.hparams.seed is not None:
-            torch.manual_seed(int(self.hparams.seed) * 100_003 + self.current_epoch)
+    def on_train_batch_start(self, batch: Any, batch_idx: int) -> None:
+        if self.hparams.seed is not None:  # dropout masks depend only on (seed, step): exact resume
+            torch.manual_seed((int(self.hparams.seed) * 1_000_003 + self.global_step) % 2**63)
 
     # -- optimisation ------------------------------------------------------------------------------
     def configure_optimizers(self):
