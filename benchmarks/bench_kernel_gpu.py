@@ -195,7 +195,7 @@ def sweep() -> list[dict]:
     n, d, causal = SWEEP_N, HEAD_DIMS[0], True
     fwd_default, bwd_default = tfn.fwd_config, tfn.bwd_config
     for kind, cands in (("fwd", [(128, 64, 8, 2), (128, 32, 8, 2), (64, 64, 4, 2), (128, 64, 8, 3), (64, 32, 4, 3)]),
-                        ("bwd", [(64, 32, 8, 2), (32, 32, 4, 2), (64, 64, 8, 2), (128, 32, 8, 2), (32, 64, 4, 2)])):
+                        ("bwd", [(32, 64, 4, 2), (64, 32, 8, 2), (64, 64, 4, 2), (32, 32, 8, 2), (128, 32, 8, 2)])):
         for cand in cands:
             if time.time() - T0 > TIME_BUDGET_S:
                 break

@@ -62,12 +62,16 @@ def fwd_config(d: int, dv: int, causal: bool) -> KernelConfig:
 
 
 def bwd_config(d: int, dv: int, causal: bool) -> KernelConfig:
-    """dK/dV kernel: block_n intervals per program, block_m queries per step (four fp32
-    accumulators [block_n, D] and the elementwise tiles make this the register-bound kernel)."""
+    """dK/dV kernel: block_n intervals per program, block_m queries per step. Four fp32
+    accumulators [block_n, D] plus the elementwise tiles make this the register-bound kernel. From
+    sm_90a SASS: at D <= 64, (32, 64, 4 warps) issues 109 instructions per score element with a
+    600-byte spill frame, against 160 for the spill-free (64, 32, 8); at D = 128 the same shape
+    spills 2 KB per thread, so the spill-free (32, 32, 8) is kept (340 per element). First guesses
+    until measured (KERNEL_NOTES.md; the benchmark's --sweep)."""
     if interpreting():
         return KernelConfig(16, 16, 1, 1)
     if max(d, dv) <= 64:
-        return KernelConfig(64, 32, 8, 2)
+        return KernelConfig(32, 64, 4, 2)
     return KernelConfig(32, 32, 8, 2)
 
 
