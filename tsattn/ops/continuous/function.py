@@ -183,16 +183,20 @@ class ContinuousAttentionTriton(torch.autograd.Function):
     def forward(ctx, q, k, v, k0, v0, dt, causal: bool, scale: float):
         keys = torch.cat([k0, k], dim=-2)          # [B, H, N+1, D]: knot 0 is the sink
         values = torch.cat([v0, v], dim=-2)
+        # o is invariant to scaling one batch row's dt by a constant c (and dL/d dt = dL/d(dt/c) / c):
+        # dt / max(dt) keeps the unnormalised weights cL, cR <= ~1, inside fp16 range for any dt.
         dt32 = dt.to(torch.float32)
+        dt_max = dt32.amax(dim=-1, keepdim=True)   # [B, 1]
+        dt32 = dt32 / dt_max
         o, lse = _launch_fwd(q, keys, values, dt32, causal, scale)
         if any(ctx.needs_input_grad[:6]):
-            ctx.save_for_backward(q, keys, values, dt32, o, lse)
+            ctx.save_for_backward(q, keys, values, dt32, dt_max, o, lse)
         ctx.causal, ctx.scale, ctx.dt_dtype = causal, scale, dt.dtype
         return o
 
     @staticmethod
     def backward(ctx, do):
-        q, keys, values, dt32, o, lse = ctx.saved_tensors
+        q, keys, values, dt32, dt_max, o, lse = ctx.saved_tensors
         need_ddt = ctx.needs_input_grad[5]
         dq, dkl, dkr, dvl, dvr, ddt = _launch_bwd(
             do, q, keys, values, dt32, o, lse, ctx.causal, ctx.scale, need_ddt
@@ -200,7 +204,7 @@ class ContinuousAttentionTriton(torch.autograd.Function):
         dk, dk0 = _merge_knot_grads(dkl, dkr, q.dtype)
         dv, dv0 = _merge_knot_grads(dvl, dvr, q.dtype)
         if ddt is not None:
-            ddt = ddt.to(ctx.dt_dtype)
+            ddt = (ddt / dt_max).to(ctx.dt_dtype)
         return dq, dk, dv, dk0, dv0, ddt, None, None
 
 
