@@ -166,6 +166,8 @@ class Forecaster:
         module = self._require_fit()
         if split not in SPLITS:
             raise ValueError(f"split must be one of {SPLITS}; got {split!r}")
+        if data is None and self.datamodule is None:
+            data = self._fit_source()
         dm = self.datamodule if data is None else self._datamodule_for(data)
         dm.setup("test")
         dataset = {"train": dm.train_dataset, "val": dm.val_dataset, "test": dm.test_dataset}[split]
@@ -194,9 +196,7 @@ class Forecaster:
         module = self._require_fit()
         info = module.data_info or {}
         if data is None and self.datamodule is None:
-            if not info.get("source"):
-                raise RuntimeError("this model was fit on a DataFrame; pass the data to forecast from")
-            data = info["source"]
+            data = self._fit_source()
         if data is None:
             window = self.datamodule.last_window()
             x, t_x = window["x"], window["t_x"]
@@ -209,6 +209,13 @@ class Forecaster:
             y = module.to_original(module(x[None].to(module.device), t_x[None].to(module.device)))[0]
         name = info.get("time_column") or "date"
         return pd.DataFrame(y.cpu().numpy(), index=pd.DatetimeIndex(future, name=name), columns=list(target_names))
+
+    def _fit_source(self) -> str:
+        """The path or registered name the loaded model was fit on (a DataFrame is not stored)."""
+        source = (self._require_fit().data_info or {}).get("source")
+        if not source:
+            raise RuntimeError("this model was fit on a DataFrame, which a checkpoint does not keep; pass `data`")
+        return source
 
     def _window_from(self, data: DataLike, info: dict[str, Any]):
         """The last L rows of new data, checked against the fit's channels and scaled with its scaler."""

@@ -28,9 +28,9 @@ class ForecastCLI(LightningCLI):
         parser.link_arguments("data.target_index", "model.target_index", apply_on="instantiate")
 
 
-def main(args: Optional[list[str]] = None) -> None:
+def main(args: Optional[list[str]] = None) -> ForecastCLI:
     """Entry point of the ``tsattn`` console script (``args`` for programmatic use and tests)."""
-    ForecastCLI(
+    return ForecastCLI(
         ForecastModule,
         CSVDataModule,
         args=args,
