@@ -179,6 +179,21 @@ def test_fp16_with_large_knot_spacings_stays_in_range():
         assert rel_err(got[name] * scale, ref[name] * scale) <= 5e-3, name
 
 
+@pytest.mark.parametrize("scale", [-0.3, 0.0], ids=["negative", "zero"])
+def test_nonpositive_scale(scale):
+    """The kernels run with scale >= 0; a negative scale flips q (and dq), zero gives equal scores."""
+    leaves = make_inputs(2, 2, 19, 16, 16, sink="learned", irregular=True, seed=23)
+    go = torch.randn(2, 2, 19, 16, generator=torch.Generator().manual_seed(4)).to(DEVICE)
+    out = {}
+    for backend in ("triton", "reference"):
+        x = {key: (t.double() if backend == "reference" else t) for key, t in leaves.items()}
+        o = continuous_attention(x["q"], x["k"], x["v"], x["k0"], x["v0"], causal=True, dt=x["dt"],
+                                 scale=scale, backend=backend)
+        out[backend] = [o, *torch.autograd.grad(o, list(leaves.values()), go.to(o.dtype))]
+    for name, got, ref in zip(("o", "dq", "dk", "dv", "dk0", "dv0", "ddt"), out["triton"], out["reference"]):
+        assert rel_err(got, ref) <= 1e-4, name
+
+
 def test_saves_only_linear_memory_for_backward():
     leaves = make_inputs(1, 1, 130, 16, 16, sink="learned", irregular=True, seed=0)
     o = continuous_attention(leaves["q"], leaves["k"], leaves["v"], leaves["k0"], leaves["v0"],

@@ -188,10 +188,14 @@ class ContinuousAttentionTriton(torch.autograd.Function):
         dt32 = dt.to(torch.float32)
         dt_max = dt32.amax(dim=-1, keepdim=True)   # [B, 1]
         dt32 = dt32 / dt_max
-        o, lse = _launch_fwd(q, keys, values, dt32, causal, scale)
+        # The kernels take scale >= 0 (the row max of raw dots is then the max score): a negative
+        # scale multiplies q by -1 instead (exact), and dq by -1 on the way back.
+        flip = scale < 0
+        qk = -q if flip else q
+        o, lse = _launch_fwd(qk, keys, values, dt32, causal, abs(scale))
         if any(ctx.needs_input_grad[:6]):
-            ctx.save_for_backward(q, keys, values, dt32, dt_max, o, lse)
-        ctx.causal, ctx.scale, ctx.dt_dtype = causal, scale, dt.dtype
+            ctx.save_for_backward(qk, keys, values, dt32, dt_max, o, lse)
+        ctx.causal, ctx.scale, ctx.flip, ctx.dt_dtype = causal, abs(scale), flip, dt.dtype
         return o
 
     @staticmethod
@@ -201,6 +205,8 @@ class ContinuousAttentionTriton(torch.autograd.Function):
         dq, dkl, dkr, dvl, dvr, ddt = _launch_bwd(
             do, q, keys, values, dt32, o, lse, ctx.causal, ctx.scale, need_ddt
         )
+        if ctx.flip:
+            dq = -dq
         dk, dk0 = _merge_knot_grads(dkl, dkr, q.dtype)
         dv, dv0 = _merge_knot_grads(dvl, dvr, q.dtype)
         if ddt is not None:

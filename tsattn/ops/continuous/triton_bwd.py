@@ -73,12 +73,12 @@ def _bwd_dkdv_inner(
         dlt = tl.load(delta_ptr + rows, mask=rmask, other=0.0)
         qT = tl.trans(q)
         doT = tl.trans(do)
-        a_p = _dot(kp, qT, None, DOT_PREC) * scale           # [BN, BM]
-        a_c = _dot(kc, qT, None, DOT_PREC) * scale
+        s_p = _dot(kp, qT, None, DOT_PREC)           # [BN, BM] raw q.k (scale >= 0)
+        s_c = _dot(kc, qT, None, DOT_PREC)
         lse2 = (lse * LOG2E)[None, :]
-        e_p = tl.exp2(a_p * LOG2E - lse2)
-        e_c = tl.exp2(a_c * LOG2E - lse2)
-        cl, cr, g = _segment_weights_and_slope(a_p, a_c, e_p, e_c)
+        e_p = tl.exp2(s_p * (scale * LOG2E) - lse2)
+        e_c = tl.exp2(s_c * (scale * LOG2E) - lse2)
+        cl, cr, g = _segment_weights_and_slope((s_c - s_p) * scale, e_p, e_c)
         gp_p = _dot(vp, doT, None, DOT_PREC) - dlt[None, :]   # after the weights: fewer live tiles
         gp_c = _dot(vc, doT, None, DOT_PREC) - dlt[None, :]
         cl = cl * dtv[:, None]
@@ -210,11 +210,11 @@ def _bwd_dq_inner(
             vp = tl.load(v_ptrs + s * stride_vn)
             vc = tl.load(v_ptrs + (s + 1) * stride_vn)
             dtv = tl.load(dt_ptrs + s * stride_dtn)
-        a_p = _dot(q, tl.trans(kp), None, DOT_PREC) * scale      # [BM, BN]
-        a_c = _dot(q, tl.trans(kc), None, DOT_PREC) * scale
-        e_p = tl.exp2(a_p * LOG2E - lse2[:, None])
-        e_c = tl.exp2(a_c * LOG2E - lse2[:, None])
-        cl, cr, g = _segment_weights_and_slope(a_p, a_c, e_p, e_c)
+        s_p = _dot(q, tl.trans(kp), None, DOT_PREC)     # [BM, BN] raw q.k (scale >= 0)
+        s_c = _dot(q, tl.trans(kc), None, DOT_PREC)
+        e_p = tl.exp2(s_p * (scale * LOG2E) - lse2[:, None])
+        e_c = tl.exp2(s_c * (scale * LOG2E) - lse2[:, None])
+        cl, cr, g = _segment_weights_and_slope((s_c - s_p) * scale, e_p, e_c)
         gp_p = _dot(do, tl.trans(vp), None, DOT_PREC) - dlt[:, None]
         gp_c = _dot(do, tl.trans(vc), None, DOT_PREC) - dlt[:, None]
         cl = cl * dtv[None, :]

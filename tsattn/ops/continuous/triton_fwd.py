@@ -86,22 +86,22 @@ def _phi2_pair_terms(d):
 
 
 @triton.jit
-def _segment_weights(a_p, a_c, e_p, e_c):
+def _segment_weights(d, e_p, e_c):
     """(cL, cR) / dt for one interval per element: e_p phi2(d) and e_c phi2(-d), d = a_c - a_p.
 
     Large |d| uses cL = (e_c - e_p (1 + d)) / d^2 and cR = (e_p - e_c (1 - d)) / d^2, exact even
     when one of e_p, e_c underflows."""
-    small, ds, even, odd, dl, inv, inv2 = _phi2_pair_terms(a_c - a_p)
+    small, ds, even, odd, dl, inv, inv2 = _phi2_pair_terms(d)
     cl = tl.where(small, e_p * (even + odd), (e_c - e_p * (1.0 + dl)) * inv2)
     cr = tl.where(small, e_c * (even - odd), (e_p - e_c * (1.0 - dl)) * inv2)
     return cl, cr
 
 
 @triton.jit
-def _segment_weights_and_slope(a_p, a_c, e_p, e_c):
+def _segment_weights_and_slope(d, e_p, e_c):
     """(cL, cR, g) / dt with g = e_p phi2'(d) = e_c phi2'(-d); for large |d|, g = (cR - cL) / d
     (from phi2' = (phi1 - 2 phi2) / x and cL + cR = dt e_p phi1(d))."""
-    small, ds, even, odd, dl, inv, inv2 = _phi2_pair_terms(a_c - a_p)
+    small, ds, even, odd, dl, inv, inv2 = _phi2_pair_terms(d)
     cl = tl.where(small, e_p * (even + odd), (e_c - e_p * (1.0 + dl)) * inv2)
     cr = tl.where(small, e_c * (even - odd), (e_p - e_c * (1.0 - dl)) * inv2)
     x2 = ds * ds
@@ -116,13 +116,15 @@ def _segment_weights_and_slope(a_p, a_c, e_p, e_c):
 # ---------------------------------------------------------------------------------------------
 @triton.jit
 def _fwd_inner(
-    acc, l_i, m_i, q, kp_ptrs, vp_ptrs, dt_ptrs, rows, offs_n, lo, hi, N, scale,
+    acc, l_i, m_i, q, kp_ptrs, vp_ptrs, dt_ptrs, rows, offs_n, lo, hi, N, scale, qk_scale,
     stride_kn, stride_vn, stride_dtn,
     CAUSAL: tl.constexpr, MASK: tl.constexpr, BN: tl.constexpr, DOT_PREC: tl.constexpr,
 ):
     """Interval blocks [s, s + BN) for s in [lo, hi): online softmax over the segment weights.
 
-    MASK=False is the fast path for blocks every row of the query block sees in full."""
+    s_p, s_c are the raw dots q.k (scale >= 0: the launcher flips q's sign otherwise), m_i their
+    running row max; exp2(s qk_scale - m qk_scale) is one FMA, d = (s_c - s_p) scale one more
+    multiply. MASK=False is the fast path for blocks every row of the query block sees in full."""
     for s in range(lo, hi, BN):
         cols = s + offs_n
         if MASK:
@@ -138,25 +140,25 @@ def _fwd_inner(
             vp = tl.load(vp_ptrs + s * stride_vn)
             vc = tl.load(vp_ptrs + (s + 1) * stride_vn)
             dtv = tl.load(dt_ptrs + s * stride_dtn)
-        a_p = _dot(q, tl.trans(kp), None, DOT_PREC) * scale
-        a_c = _dot(q, tl.trans(kc), None, DOT_PREC) * scale
-        top = tl.maximum(a_p, a_c)
+        s_p = _dot(q, tl.trans(kp), None, DOT_PREC)
+        s_c = _dot(q, tl.trans(kc), None, DOT_PREC)
+        top = tl.maximum(s_p, s_c)
         if MASK:
             valid = cmask[None, :]
             if CAUSAL:
                 valid = valid & (cols[None, :] <= rows[:, None])
             top = tl.where(valid, top, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(top, 1))           # finite: column 0 is seen by every row
-        m2 = (m_new * LOG2E)[:, None]
-        e_p = tl.exp2(a_p * LOG2E - m2)
-        e_c = tl.exp2(a_c * LOG2E - m2)
-        cl, cr = _segment_weights(a_p, a_c, e_p, e_c)
+        m_new = tl.maximum(m_i, tl.max(top, 1))
+        m2 = (m_new * qk_scale)[:, None]
+        e_p = tl.exp2(s_p * qk_scale - m2)
+        e_c = tl.exp2(s_c * qk_scale - m2)
+        cl, cr = _segment_weights((s_c - s_p) * scale, e_p, e_c)
         cl = cl * dtv[None, :]
         cr = cr * dtv[None, :]
         if MASK:
             cl = tl.where(valid, cl, 0.0)
             cr = tl.where(valid, cr, 0.0)
-        alpha = tl.exp2((m_i - m_new) * LOG2E)
+        alpha = tl.exp2((m_i - m_new) * qk_scale)
         l_i = l_i * alpha + tl.sum(cl + cr, 1)
         acc = acc * alpha[:, None]
         acc = _dot(cl.to(vp.dtype), vp, acc, DOT_PREC)
@@ -199,9 +201,10 @@ def _fwd_kernel(
     vp_ptrs = VALUES + b * stride_vb + h * stride_vh + offs_n[:, None] * stride_vn + offs_dv[None, :] * stride_vd
     dt_ptrs = DT + b * stride_dtb + offs_n * stride_dtn
 
-    m_i = tl.full([BM], float("-inf"), tl.float32)
+    m_i = tl.full([BM], -1e30, tl.float32)     # finite: (m_i - m_new) * qk_scale is 0, not NaN, at scale 0
     l_i = tl.zeros([BM], tl.float32)
     acc = tl.zeros([BM, DV], tl.float32)
+    qk_scale = scale * LOG2E
     # Interval c is fully seen by the block iff c < N and (causal) c <= t0.
     if CAUSAL:
         lim = tl.minimum(N, t0 + 1)
@@ -210,12 +213,12 @@ def _fwd_kernel(
         lim = N
         hi = N
     full_end = (lim // BN) * BN
-    acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, kp_ptrs, vp_ptrs, dt_ptrs, rows, offs_n, 0, full_end, N, scale,
+    acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, kp_ptrs, vp_ptrs, dt_ptrs, rows, offs_n, 0, full_end, N, scale, qk_scale,
                                stride_kn, stride_vn, stride_dtn, CAUSAL, False, BN, DOT_PREC)
-    acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, kp_ptrs, vp_ptrs, dt_ptrs, rows, offs_n, full_end, hi, N, scale,
+    acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, kp_ptrs, vp_ptrs, dt_ptrs, rows, offs_n, full_end, hi, N, scale, qk_scale,
                                stride_kn, stride_vn, stride_dtn, CAUSAL, True, BN, DOT_PREC)
 
     o = acc / l_i[:, None]
     tl.store(O + b * stride_ob + h * stride_oh + rows[:, None] * stride_on + offs_dv[None, :] * stride_od,
              o.to(O.dtype.element_ty), mask=rmask[:, None])
-    tl.store(LSE + bh.to(tl.int64) * N + rows, m_i + tl.log(l_i), mask=rmask)
+    tl.store(LSE + bh.to(tl.int64) * N + rows, m_i * scale + tl.log(l_i), mask=rmask)   # natural log
