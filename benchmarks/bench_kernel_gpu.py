@@ -247,8 +247,11 @@ def main() -> int:
     for n, d, causal, dtype, atomic in CHECKS:
         try:
             checks.append(check(n, d, causal, dtype, atomic))
-        except Exception as exc:
-            checks.append(dict(n=n, d=d, causal=causal, dtype=str(dtype), atomic_dq=atomic, ok=False, error=repr(exc)[:300]))
+        except Exception as exc:  # a compile or launch failure: record it, go on to the timings
+            checks.append(dict(n=n, d=d, causal=causal, dtype=str(dtype).replace("torch.", ""), atomic_dq=atomic,
+                               ok=False, error=repr(exc)[:300]))
+        finally:
+            tfn.ATOMIC_DQ = None
         log(f"check {checks[-1]}")
     all_ok = all(c["ok"] for c in checks)
     log("CORRECTNESS " + ("PASS" if all_ok else "FAIL: timings below are of a wrong kernel"))
@@ -264,6 +267,8 @@ def main() -> int:
                     rows.append(time_shape(n, d, causal))
                 except Exception as exc:
                     rows.append(dict(N=n, D=d, causal=causal, error=repr(exc)[:300]))
+                finally:
+                    tfn.ATOMIC_DQ = None
                 log(f"time {rows[-1]}")
     memory = []
     for causal in (False, True) if DEVICE == "cuda" else ():

@@ -10,10 +10,12 @@ knot c ("prev") and knot c + 1 ("cur") and has length dt[b, c]. For a tile of qu
     num += cL @ values[c] + cR @ values[c + 1],   den += cL + cR
 
 so a key block needs a one-knot halo on its left, which here is a second, shifted score tile
-(keys rows c instead of c + 1): two QK dots and two PV dots per block, one exp per score.
-phi2(+-d) come from one even/odd Horner pass for |d| < SERIES_RADIUS and from the closed forms
-outside; both are computed and selected (no divergent branches). Nothing N x N is stored:
-the pass keeps O and the row log-sum-exp LSE = m + log(den) for the backward.
+(keys rows c instead of c + 1): two QK dots, two PV dots and two exp2 per interval element
+(every knot's score is computed in two tiles). phi2(+-d) come from one even/odd Horner pass for
+|d| < SERIES_RADIUS and from the closed forms outside; both are computed and selected (no
+divergent branches). Nothing N x N is stored: the pass keeps O and the row log-sum-exp
+LSE = m + log(den) (natural log) for the backward. The kernels assume scale >= 0 and dt scaled
+to max 1 per batch row; function.py arranges both.
 """
 from __future__ import annotations
 
@@ -70,7 +72,7 @@ def _horner(x, C: tl.constexpr, NC: tl.constexpr):
 
 @triton.jit
 def _phi2_pair_terms(d):
-    """Shared part of the segment weights: (small, even, odd, dl, inv, inv2) for d = a_c - a_p.
+    """Shared part of the segment weights: (small, ds, even, odd, dl, inv, inv2) for d = a_c - a_p.
 
     For |d| < R: phi2(d) = even + odd, phi2(-d) = even - odd. Else the closed forms use dl = d,
     inv = 1/d (dl is R where the series is used, so nothing divides by 0)."""
@@ -201,7 +203,7 @@ def _fwd_kernel(
     vp_ptrs = VALUES + b * stride_vb + h * stride_vh + offs_n[:, None] * stride_vn + offs_dv[None, :] * stride_vd
     dt_ptrs = DT + b * stride_dtb + offs_n * stride_dtn
 
-    m_i = tl.full([BM], -1e30, tl.float32)     # finite: (m_i - m_new) * qk_scale is 0, not NaN, at scale 0
+    m_i = tl.full([BM], -1e30, tl.float32)   # finite: (m_i - m_new) * qk_scale is 0, not NaN, at scale 0
     l_i = tl.zeros([BM], tl.float32)
     acc = tl.zeros([BM, DV], tl.float32)
     qk_scale = scale * LOG2E
@@ -213,10 +215,10 @@ def _fwd_kernel(
         lim = N
         hi = N
     full_end = (lim // BN) * BN
-    acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, kp_ptrs, vp_ptrs, dt_ptrs, rows, offs_n, 0, full_end, N, scale, qk_scale,
-                               stride_kn, stride_vn, stride_dtn, CAUSAL, False, BN, DOT_PREC)
-    acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, kp_ptrs, vp_ptrs, dt_ptrs, rows, offs_n, full_end, hi, N, scale, qk_scale,
-                               stride_kn, stride_vn, stride_dtn, CAUSAL, True, BN, DOT_PREC)
+    acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, kp_ptrs, vp_ptrs, dt_ptrs, rows, offs_n, 0, full_end, N,
+                               scale, qk_scale, stride_kn, stride_vn, stride_dtn, CAUSAL, False, BN, DOT_PREC)
+    acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, kp_ptrs, vp_ptrs, dt_ptrs, rows, offs_n, full_end, hi, N,
+                               scale, qk_scale, stride_kn, stride_vn, stride_dtn, CAUSAL, True, BN, DOT_PREC)
 
     o = acc / l_i[:, None]
     tl.store(O + b * stride_ob + h * stride_oh + rows[:, None] * stride_on + offs_dv[None, :] * stride_od,
