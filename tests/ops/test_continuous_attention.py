@@ -298,3 +298,19 @@ def test_blocked_eager_path_matches_reference(monkeypatch, causal):
     assert rel_err(results["torch"][0], results["reference"][0]) <= 1e-10
     for got, ref in zip(results["torch"][1], results["reference"][1]):
         assert rel_err(got, ref) <= 1e-10
+
+
+def test_auto_backend_falls_back_to_torch_outside_the_kernel_envelope():
+    from tsattn.ops.continuous.api import resolve_backend
+
+    class FakeCuda:  # resolve_backend reads only is_cuda, dtype and shape
+        is_cuda = True
+
+        def __init__(self, dtype, d):
+            self.dtype, self.shape = dtype, (1, 1, 5, d)
+
+    assert resolve_backend("auto", FakeCuda(torch.float32, 64)) == "triton"
+    assert resolve_backend("auto", FakeCuda(torch.float32, 64), dv=24) == "torch"
+    assert resolve_backend("auto", FakeCuda(torch.float32, 8)) == "torch"
+    assert resolve_backend("auto", FakeCuda(torch.float64, 64)) == "torch"
+    assert resolve_backend("auto", torch.zeros(1, 1, 5, 64)) == "torch"  # CPU tensors

@@ -11,6 +11,9 @@ from .torch_impl import continuous_attention_torch
 
 BACKENDS = ("auto", "reference", "torch", "triton")
 _FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+# What the Triton kernel handles; "auto" falls back to the torch path for anything else.
+TRITON_HEAD_DIMS = (16, 32, 64, 128)
+TRITON_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 
 
 def _check_4d(name: str, x, like: Optional[torch.Tensor] = None) -> None:
@@ -68,13 +71,15 @@ def _expand_dt(dt, batch: int, n: int, q: torch.Tensor) -> torch.Tensor:
     return dt
 
 
-def resolve_backend(backend: str, q: torch.Tensor) -> str:
-    """Map ``backend`` to a concrete one: "auto" is "triton" on CUDA tensors when Triton imports, else "torch"."""
+def resolve_backend(backend: str, q: torch.Tensor, dv: Optional[int] = None) -> str:
+    """Map ``backend`` to a concrete one: "auto" is "triton" for CUDA tensors of a dtype and head
+    dims the kernel supports (when Triton imports), else "torch"."""
     if backend not in BACKENDS:
         raise ValueError(f"`backend` must be one of {BACKENDS}, got {backend!r}")
     if backend != "auto":
         return backend
-    if q.is_cuda:
+    dims_ok = q.shape[-1] in TRITON_HEAD_DIMS and (dv if dv is not None else q.shape[-1]) in TRITON_HEAD_DIMS
+    if q.is_cuda and q.dtype in TRITON_DTYPES and dims_ok:
         try:
             import triton  # noqa: F401
         except ImportError:
@@ -137,7 +142,7 @@ def continuous_attention(
         scale = 1.0 / math.sqrt(d)
     elif not (isinstance(scale, (int, float)) and math.isfinite(scale)):
         raise ValueError(f"`scale` must be a finite float or None, got {scale!r}")
-    which = resolve_backend(backend, q)
+    which = resolve_backend(backend, q, dv)
     k0 = _expand_sink("k0", k0, (batch, heads, 1, d), q)
     v0 = _expand_sink("v0", v0, (batch, heads, 1, dv), q)
     dt = _expand_dt(dt, batch, n, q)

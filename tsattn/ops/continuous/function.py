@@ -21,11 +21,12 @@ from typing import Optional
 import torch
 import triton
 
+from .api import TRITON_DTYPES, TRITON_HEAD_DIMS
 from .triton_bwd import _bwd_dkdv_kernel, _bwd_dq_kernel, _bwd_preprocess
 from .triton_fwd import _fwd_kernel
 
-SUPPORTED_HEAD_DIMS = (16, 32, 64, 128)
-SUPPORTED_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+SUPPORTED_HEAD_DIMS = TRITON_HEAD_DIMS
+SUPPORTED_DTYPES = TRITON_DTYPES
 # dq accumulated by atomics in the dK/dV kernel (None: yes on a GPU, no under the interpreter).
 ATOMIC_DQ: Optional[bool] = None
 # tl.dot precision for float32 inputs: "ieee" keeps fp32 accuracy; "tf32" is faster and ~3e-4.
