@@ -137,3 +137,13 @@ def test_bad_data_fails_before_training(tmp_path):
     assert f.module is None and not any(tmp_path.iterdir())
     f.fit(frame, missing="interpolate", default_root_dir=tmp_path, **FIT)  # the named fix works
     assert f.module is not None
+
+
+def test_load_then_predict_from_a_registered_dataset(tmp_path):
+    # the fit's source is a registered name (read from TSATTN_DATA_DIR): predict() after load re-reads it
+    f = Forecaster("patchtst", lookback=96, horizon=24, model_kwargs=TINY, batch_size=256)
+    f.fit("ETTh1", default_root_dir=tmp_path, limit_train_batches=1, limit_val_batches=1, **FIT)
+    g = Forecaster.load(f.save(tmp_path / "etth1.ckpt"))
+    out = g.predict()
+    assert out.index[0] == pd.Timestamp("2018-06-26 20:00:00") and out.shape == (24, 7)
+    pd.testing.assert_frame_equal(out, f.predict())

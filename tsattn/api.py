@@ -24,7 +24,7 @@ import pandas as pd
 import torch
 from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
 
-from .data import CSVDataModule, DataError, read_series, select_channels
+from .data import CSVDataModule, DataError, read_series, registry, select_channels
 from .data.splits import SPLITS
 from .lightning import ForecastModule
 
@@ -219,6 +219,8 @@ class Forecaster:
 
     def _window_from(self, data: DataLike, info: dict[str, Any]):
         """The last L rows of new data, checked against the fit's channels and scaled with its scaler."""
+        if isinstance(data, str) and registry.is_registered(data) and not Path(data).exists():
+            data = registry.resolve(data, download_missing=True)
         table = read_series(data if isinstance(data, pd.DataFrame) else os.fspath(data), **info["read_options"])
         fitted = info["channel_names"]
         missing_channels = [c for c in fitted if c not in table.columns]
