@@ -17,3 +17,40 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     import torch
 
     torch.set_num_threads(1)
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    """Tests use tiny tensors: one intra-op thread beats two contending ones. Restored afterwards."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def _synthetic_frame(rows: int = 900, seed: int = 0) -> pd.DataFrame:
+    """Hourly series with daily cycles: load, temp and OT (the default target)."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(rows)
+    return pd.DataFrame({
+        "date": pd.date_range("2021-01-01", periods=rows, freq="h"),
+        "load": 10 + 3 * np.sin(2 * np.pi * t / 24) + 0.3 * rng.standard_normal(rows),
+        "temp": 5 + np.cos(2 * np.pi * t / 48) + 0.2 * rng.standard_normal(rows),
+        "OT": 50 + 8 * np.sin(2 * np.pi * t / 24 + 1.0) + 0.5 * rng.standard_normal(rows),
+    })
+
+
+@pytest.fixture(scope="session")
+def make_frame():
+    """The synthetic-series factory: make_frame(rows=900, seed=0) -> DataFrame."""
+    return _synthetic_frame
+
+
+@pytest.fixture
+def frame() -> pd.DataFrame:
+    return _synthetic_frame()

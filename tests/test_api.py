@@ -4,40 +4,20 @@ import os
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 
 from tsattn import Forecaster
 from tsattn.data import DataError
-
-
-def synthetic_frame(rows=900, seed=0):
-    rng = np.random.default_rng(seed)
-    t = np.arange(rows)
-    return pd.DataFrame({
-        "date": pd.date_range("2021-01-01", periods=rows, freq="h"),
-        "load": 10 + 3 * np.sin(2 * np.pi * t / 24) + 0.3 * rng.standard_normal(rows),
-        "temp": 5 + np.cos(2 * np.pi * t / 48) + 0.2 * rng.standard_normal(rows),
-        "OT": 50 + 8 * np.sin(2 * np.pi * t / 24 + 1.0) + 0.5 * rng.standard_normal(rows),
-    })
 
 
 TINY = {"patch_len": 8, "stride": 4, "n_layers": 1, "n_heads": 2, "d_model": 8, "d_ff": 16, "dropout": 0.0}
 FIT = dict(max_epochs=2, enable_progress_bar=False, logger=False)
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture(scope="module")
-def fitted(tmp_path_factory):
+def fitted(tmp_path_factory, make_frame):
     root = tmp_path_factory.mktemp("fit")
     path = root / "series.csv"
-    synthetic_frame().to_csv(path, index=False)
+    make_frame().to_csv(path, index=False)
     f = Forecaster("patchtst", attention="continuous", sink="learned", lookback=48, horizon=12,
                    model_kwargs=TINY, lr=3e-3, lr_schedule="constant", batch_size=64, seed=1)
     f.fit(path, target="OT", default_root_dir=root, **FIT)
@@ -102,10 +82,10 @@ def test_predict_rejects_other_columns(fitted):
         f.predict(frame.iloc[:20])
 
 
-def test_features_ms_forecasts_the_target_only(tmp_path):
+def test_features_ms_forecasts_the_target_only(tmp_path, frame):
     f = Forecaster("decoder", lookback=48, horizon=12, model_kwargs={"patch_len": 8, "n_layers": 1, "n_heads": 2,
                    "d_model": 8, "d_ff": 16}, batch_size=64)
-    f.fit(synthetic_frame(), features="MS", target="load", default_root_dir=tmp_path, **FIT)
+    f.fit(frame, features="MS", target="load", default_root_dir=tmp_path, **FIT)
     out = f.predict()
     assert list(out.columns) == ["load"] and out.shape == (12, 1)
     assert f.module.hparams.target_index == [2]  # load moved last among (temp, OT, load)
@@ -128,8 +108,7 @@ def test_save_to_a_missing_folder_writes_nothing(fitted, tmp_path):
     assert not (tmp_path / "nope").exists()
 
 
-def test_bad_data_fails_before_training(tmp_path):
-    frame = synthetic_frame()
+def test_bad_data_fails_before_training(tmp_path, frame):
     frame.loc[5, "temp"] = np.nan
     f = Forecaster("patchtst", lookback=48, horizon=12, model_kwargs=TINY)
     with pytest.raises(DataError, match="missing"):
