@@ -26,7 +26,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from .triton_fwd import LOG2E, _dot, _segment_weights_and_slope
+from .triton_fwd import LOG2E, _dot, _query_tile, _segment_weights_and_slope
 
 
 @triton.jit
@@ -249,15 +249,7 @@ def _bwd_dq_kernel(
     BM: tl.constexpr, BN: tl.constexpr, DOT_PREC: tl.constexpr,
 ):
     """One program: dq of BM queries of one (batch, head), written in DQ's dtype."""
-    # 1-D grid (no 65535 cap on B*H): programs of one head are adjacent (K/V stay in L2)
-    num_m = tl.cdiv(N, BM)
-    bh = tl.program_id(0) // num_m
-    pid_m = tl.program_id(0) % num_m
-    if CAUSAL:   # longest rows first
-        pid_m = num_m - 1 - pid_m
-    b = (bh // H).to(tl.int64)
-    h = (bh % H).to(tl.int64)
-    t0 = pid_m * BM
+    b, h, t0 = _query_tile(N, H, BM, CAUSAL)
     rows = t0 + tl.arange(0, BM)
     offs_n = tl.arange(0, BN)
     offs_d = tl.arange(0, D)
@@ -268,8 +260,8 @@ def _bwd_dq_kernel(
                 mask=rmask[:, None], other=0.0)
     do = tl.load(DO + b * stride_dob + h * stride_doh + rows[:, None] * stride_don + offs_dv[None, :] * stride_dod,
                  mask=rmask[:, None], other=0.0)
-    lse2 = tl.load(LSE + bh.to(tl.int64) * N + rows, mask=rmask, other=0.0) * LOG2E
-    dlt = tl.load(DELTA + bh.to(tl.int64) * N + rows, mask=rmask, other=0.0)
+    lse2 = tl.load(LSE + (b * H + h) * N + rows, mask=rmask, other=0.0) * LOG2E
+    dlt = tl.load(DELTA + (b * H + h) * N + rows, mask=rmask, other=0.0)
     k_ptrs = KEYS + b * stride_kb + h * stride_kh + offs_n[:, None] * stride_kn + offs_d[None, :] * stride_kd
     v_ptrs = VALUES + b * stride_vb + h * stride_vh + offs_n[:, None] * stride_vn + offs_dv[None, :] * stride_vd
     dt_ptrs = DT + b * stride_dtb + offs_n * stride_dtn

@@ -50,6 +50,20 @@ N_DP2_ODD = tl.constexpr(len(_DP2[1::2]))
 # Elementwise helpers
 # ---------------------------------------------------------------------------------------------
 @triton.jit
+def _query_tile(N, H, BM: tl.constexpr, CAUSAL: tl.constexpr):
+    """(batch, head, first query row) of this program's BM-query tile.
+
+    1-D grid (no 65535 cap on B*H); programs of one head are adjacent, so K/V stay in L2; causal
+    tiles go longest rows first."""
+    num_m = tl.cdiv(N, BM)
+    bh = tl.program_id(0) // num_m
+    pid_m = tl.program_id(0) % num_m
+    if CAUSAL:
+        pid_m = num_m - 1 - pid_m
+    return (bh // H).to(tl.int64), (bh % H).to(tl.int64), pid_m * BM
+
+
+@triton.jit
 def _dot(a, b, acc, DOT_PREC: tl.constexpr):
     """a @ b (+ acc) with fp32 accumulation. DOT_PREC is tl.dot's input_precision ("ieee" for
     fp32 inputs; ignored for 16-bit ones) or "upcast": multiply in fp32, which gives the same
@@ -182,15 +196,7 @@ def _fwd_kernel(
     BM: tl.constexpr, BN: tl.constexpr, DOT_PREC: tl.constexpr,
 ):
     """One program: BM queries of one (batch, head); O [B,H,N,DV] and LSE [B,H,N] (fp32)."""
-    # 1-D grid (no 65535 cap on B*H): programs of one head are adjacent (K/V stay in L2)
-    num_m = tl.cdiv(N, BM)
-    bh = tl.program_id(0) // num_m
-    pid_m = tl.program_id(0) % num_m
-    if CAUSAL:   # longest rows first
-        pid_m = num_m - 1 - pid_m
-    b = (bh // H).to(tl.int64)
-    h = (bh % H).to(tl.int64)
-    t0 = pid_m * BM
+    b, h, t0 = _query_tile(N, H, BM, CAUSAL)
     rows = t0 + tl.arange(0, BM)
     offs_n = tl.arange(0, BN)
     offs_d = tl.arange(0, D)
@@ -223,4 +229,4 @@ def _fwd_kernel(
     o = acc / l_i[:, None]
     tl.store(O + b * stride_ob + h * stride_oh + rows[:, None] * stride_on + offs_dv[None, :] * stride_od,
              o.to(O.dtype.element_ty), mask=rmask[:, None])
-    tl.store(LSE + bh.to(tl.int64) * N + rows, m_i * scale + tl.log(l_i), mask=rmask)   # natural log
+    tl.store(LSE + (b * H + h) * N + rows, m_i * scale + tl.log(l_i), mask=rmask)   # natural log
