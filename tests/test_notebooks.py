@@ -20,7 +20,8 @@ def test_notebook_runs(path, tmp_path, monkeypatch):
     errors = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.get("outputs", [])
               if o.get("output_type") == "error"]
     assert not errors
-    assert (tmp_path / "notebook_runs" / "continuous.ckpt").is_file()
+    if path.stem == "01_quickstart":  # it saves the continuous model and reloads it
+        assert (tmp_path / "notebook_runs" / "continuous.ckpt").is_file()
 
 
 def test_notebooks_are_stored_without_outputs():

@@ -314,3 +314,26 @@ def test_auto_backend_falls_back_to_torch_outside_the_kernel_envelope():
     assert resolve_backend("auto", FakeCuda(torch.float32, 8)) == "torch"
     assert resolve_backend("auto", FakeCuda(torch.float64, 64)) == "torch"
     assert resolve_backend("auto", torch.zeros(1, 1, 5, 64)) == "torch"  # CPU tensors
+
+
+# ---------------------------------------------------------------- property-based
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    b=st.integers(1, 2), h=st.integers(1, 3), n=st.integers(1, 40), d=st.integers(1, 9), dv=st.integers(1, 7),
+    causal=st.booleans(), sink=st.sampled_from(["zeros", "given", "first"]), irregular=st.booleans(),
+    q_scale=st.floats(0.0, 8.0), seed=st.integers(0, 2**16),
+)
+def test_torch_matches_reference_on_random_problems(b, h, n, d, dv, causal, sink, irregular, q_scale, seed):
+    x = make_inputs(b=b, h=h, n=n, d=d, dv=dv, sink=sink, irregular=irregular, seed=seed, q_scale=q_scale)
+    ref = continuous_attention(**x, causal=causal, backend="reference")
+    out = continuous_attention(**x, causal=causal, backend="torch")
+    assert rel_err(out, ref) <= 1e-10
+    # every output is a convex combination of the knots' values
+    values = torch.cat([(x["v0"] if x["v0"] is not None else torch.zeros(1, 1, 1, dv, dtype=F64)).expand(b, h, 1, dv),
+                        x["v"]], -2)
+    assert (out <= values.amax(-2, keepdim=True) + 1e-12).all() and (out >= values.amin(-2, keepdim=True) - 1e-12).all()
