@@ -174,3 +174,12 @@ def test_command_line(env, monkeypatch, capsys):
     assert cli_main(["list"]) == 0 and "toy" in capsys.readouterr().out
     assert cli_main(["where", "nope"]) == 1 and "unknown dataset" in capsys.readouterr().err
     assert os.listdir(cache) == ["toy.csv"]
+
+
+def test_failed_download_names_the_folders_to_copy_the_file_into(env, monkeypatch):
+    spec, data_dir, cache, source = env
+    monkeypatch.setitem(registry.REGISTRY, "toy", spec.__class__(**{**spec.__dict__, "url": source.as_uri() + ".gone"}))
+    with pytest.raises(DownloadError, match="TSATTN_DATA_DIR") as info:
+        registry.fetch("toy")
+    assert str(cache) in str(info.value) and "failed" in str(info.value)
+    assert _files(cache) == [] and _files(data_dir) == []

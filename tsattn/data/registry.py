@@ -319,7 +319,10 @@ def resolve(name: SpecLike, *, download_missing: bool = False) -> Path:
             f"dataset {spec.name!r} is not available locally and downloads are off (TSATTN_OFFLINE=1); "
             f"{_where_message(spec)}, or unset TSATTN_OFFLINE"
         )
-    dest = download(spec.url, cache_dir() / spec.filename, spec.sha256)
+    try:
+        dest = download(spec.url, cache_dir() / spec.filename, spec.sha256)
+    except DownloadError as exc:  # offline machines: say where a copied file would be found
+        raise DownloadError(f"{exc}; or {_where_message(spec)}") from None
     if spec.sha256 is None:
         warnings.warn(
             f"{spec.name}: no sha256 is registered, so the download from {spec.url} was not verified; its "
