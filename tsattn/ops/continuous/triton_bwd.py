@@ -26,7 +26,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from .triton_fwd import LOG2E, _dot, _query_tile, _segment_weights_and_slope
+from .triton_fwd import LOG2E, _dot, _interval_tiles, _query_tile, _segment_weights_and_slope
 
 
 @triton.jit
@@ -197,19 +197,8 @@ def _bwd_dq_inner(
     """Interval blocks [s, s + BN) for s in [lo, hi); tiles are [BM (queries), BN (intervals)]."""
     for s in range(lo, hi, BN):
         cols = s + offs_n
-        if MASK:
-            cmask = cols < N
-            kp = tl.load(k_ptrs + s * stride_kn, mask=cmask[:, None], other=0.0)
-            kc = tl.load(k_ptrs + (s + 1) * stride_kn, mask=cmask[:, None], other=0.0)
-            vp = tl.load(v_ptrs + s * stride_vn, mask=cmask[:, None], other=0.0)
-            vc = tl.load(v_ptrs + (s + 1) * stride_vn, mask=cmask[:, None], other=0.0)
-            dtv = tl.load(dt_ptrs + s * stride_dtn, mask=cmask, other=1.0)
-        else:
-            kp = tl.load(k_ptrs + s * stride_kn)
-            kc = tl.load(k_ptrs + (s + 1) * stride_kn)
-            vp = tl.load(v_ptrs + s * stride_vn)
-            vc = tl.load(v_ptrs + (s + 1) * stride_vn)
-            dtv = tl.load(dt_ptrs + s * stride_dtn)
+        kp, kc, vp, vc, dtv = _interval_tiles(k_ptrs, v_ptrs, dt_ptrs, s, cols, N,
+                                              stride_kn, stride_vn, stride_dtn, MASK)
         s_p = _dot(q, tl.trans(kp), None, DOT_PREC)     # [BM, BN] raw q.k (scale >= 0)
         s_c = _dot(q, tl.trans(kc), None, DOT_PREC)
         e_p = tl.exp2(s_p * (scale * LOG2E) - lse2[:, None])
@@ -221,7 +210,7 @@ def _bwd_dq_inner(
         cr = cr * dtv[None, :]
         g = g * dtv[None, :]
         if MASK:
-            valid = cmask[None, :]
+            valid = (cols < N)[None, :]
             if CAUSAL:
                 valid = valid & (cols[None, :] <= rows[:, None])
             cl = tl.where(valid, cl, 0.0)

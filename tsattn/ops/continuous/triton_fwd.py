@@ -64,6 +64,27 @@ def _query_tile(N, H, BM: tl.constexpr, CAUSAL: tl.constexpr):
 
 
 @triton.jit
+def _interval_tiles(k_ptrs, v_ptrs, dt_ptrs, s, cols, N, stride_kn, stride_vn, stride_dtn, MASK: tl.constexpr):
+    """Keys and values of both ends of intervals [s, s + BN) (knots c and c + 1) and their spacings.
+
+    MASK=True zero-fills rows past N (their contributions vanish; dt is filled with 1)."""
+    if MASK:
+        cmask = cols < N
+        kp = tl.load(k_ptrs + s * stride_kn, mask=cmask[:, None], other=0.0)
+        kc = tl.load(k_ptrs + (s + 1) * stride_kn, mask=cmask[:, None], other=0.0)
+        vp = tl.load(v_ptrs + s * stride_vn, mask=cmask[:, None], other=0.0)
+        vc = tl.load(v_ptrs + (s + 1) * stride_vn, mask=cmask[:, None], other=0.0)
+        dtv = tl.load(dt_ptrs + s * stride_dtn, mask=cmask, other=1.0)
+    else:
+        kp = tl.load(k_ptrs + s * stride_kn)
+        kc = tl.load(k_ptrs + (s + 1) * stride_kn)
+        vp = tl.load(v_ptrs + s * stride_vn)
+        vc = tl.load(v_ptrs + (s + 1) * stride_vn)
+        dtv = tl.load(dt_ptrs + s * stride_dtn)
+    return kp, kc, vp, vc, dtv
+
+
+@triton.jit
 def _dot(a, b, acc, DOT_PREC: tl.constexpr):
     """a @ b (+ acc) with fp32 accumulation. DOT_PREC is tl.dot's input_precision ("ieee" for
     fp32 inputs; ignored for 16-bit ones) or "upcast": multiply in fp32, which gives the same
@@ -143,24 +164,13 @@ def _fwd_inner(
     multiply. MASK=False is the fast path for blocks every row of the query block sees in full."""
     for s in range(lo, hi, BN):
         cols = s + offs_n
-        if MASK:
-            cmask = cols < N
-            kp = tl.load(kp_ptrs + s * stride_kn, mask=cmask[:, None], other=0.0)
-            kc = tl.load(kp_ptrs + (s + 1) * stride_kn, mask=cmask[:, None], other=0.0)
-            vp = tl.load(vp_ptrs + s * stride_vn, mask=cmask[:, None], other=0.0)
-            vc = tl.load(vp_ptrs + (s + 1) * stride_vn, mask=cmask[:, None], other=0.0)
-            dtv = tl.load(dt_ptrs + s * stride_dtn, mask=cmask, other=1.0)
-        else:
-            kp = tl.load(kp_ptrs + s * stride_kn)
-            kc = tl.load(kp_ptrs + (s + 1) * stride_kn)
-            vp = tl.load(vp_ptrs + s * stride_vn)
-            vc = tl.load(vp_ptrs + (s + 1) * stride_vn)
-            dtv = tl.load(dt_ptrs + s * stride_dtn)
+        kp, kc, vp, vc, dtv = _interval_tiles(kp_ptrs, vp_ptrs, dt_ptrs, s, cols, N,
+                                              stride_kn, stride_vn, stride_dtn, MASK)
         s_p = _dot(q, tl.trans(kp), None, DOT_PREC)
         s_c = _dot(q, tl.trans(kc), None, DOT_PREC)
         top = tl.maximum(s_p, s_c)
         if MASK:
-            valid = cmask[None, :]
+            valid = (cols < N)[None, :]
             if CAUSAL:
                 valid = valid & (cols[None, :] <= rows[:, None])
             top = tl.where(valid, top, float("-inf"))
