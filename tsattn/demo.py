@@ -53,7 +53,8 @@ def plot_window(forecasters: dict, out: pathlib.Path, window: int = 1000, channe
         f.module.eval()
         with torch.no_grad():
             pred = f.module.to_original(f.module(item["x"][None], item["t_x"][None]))[0]
-        ax.plot(t_future, pred[:, dm.target_names.index(channel)].numpy(), lw=1.5, label=f"{name} attention")
+        style = "--" if name == "continuous" else "-"  # the two can overlap closely
+        ax.plot(t_future, pred[:, dm.target_names.index(channel)].numpy(), style, lw=1.5, label=f"{name} attention")
     ax.set_title(f"ETTh1 {channel}: test window {window}, 96-step forecast from 336 steps")
     ax.legend(loc="upper left")
     fig.autofmt_xdate()
