@@ -72,6 +72,7 @@ def main() -> None:
     parser.add_argument("--tag", default="", help="free text stored with the result")
     parser.add_argument("--out", type=pathlib.Path, default=ROOT / "benchmarks" / "results" / "runs.jsonl")
     args = parser.parse_args()
+    commit = git_commit()  # the code this run imports; HEAD may move while it trains
     if args.threads:
         torch.set_num_threads(args.threads)
 
@@ -126,7 +127,7 @@ def main() -> None:
         **{k: float(v) for k, v in test.items()},
         "seconds_per_epoch_median": sorted(timer.seconds)[len(timer.seconds) // 2] if timer.seconds else None,
         "fit_seconds": fit_seconds, "config": str(path.relative_to(ROOT)) if path.is_absolute() else str(path),
-        "model_kwargs": model_cfg["model_kwargs"], "command": " ".join(sys.argv), "commit": git_commit(),
+        "model_kwargs": model_cfg["model_kwargs"], "command": " ".join(sys.argv), "commit": commit,
         "torch": torch.__version__, "threads": torch.get_num_threads(), "machine": platform.machine(),
         "date": time.strftime("%Y-%m-%d %H:%M"), "tag": args.tag,
     }
