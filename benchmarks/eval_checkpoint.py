@@ -2,8 +2,9 @@
 
     python benchmarks/eval_checkpoint.py runs/ETTh1_patchtst_softmax_h96_s2021/checkpoints/epoch=41-step=2730.ckpt
 
-Loads the checkpoint (weights, hyperparameters and the data it was fit on), evaluates the val and
-test splits on every window, and appends one JSON line to ``benchmarks/results/runs.jsonl`` with
+Loads the checkpoint (weights, hyperparameters and the data it was fit on), optionally switches
+its attention kind (``--attention``: the same weights under the other attention), evaluates the
+val and test splits on every window, and appends one JSON line to ``benchmarks/results/runs.jsonl`` with
 the checkpoint's epoch, the metrics, the command and the commit.
 """
 from __future__ import annotations
@@ -23,11 +24,14 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.run_protocol import git_commit  # noqa: E402
 from tsattn import Forecaster  # noqa: E402
+from tsattn.nn import MultiHeadAttention, set_attention  # noqa: E402
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("checkpoint", type=pathlib.Path)
+    parser.add_argument("--attention", choices=["softmax", "continuous"],
+                        help="evaluate with this attention instead of the trained one (same weights)")
     parser.add_argument("--tag", default="", help="free text stored with the result")
     parser.add_argument("--out", type=pathlib.Path, default=ROOT / "benchmarks" / "results" / "runs.jsonl")
     args = parser.parse_args()
@@ -37,11 +41,14 @@ def main() -> None:
         raw = torch.load(path, map_location="cpu", weights_only=True)
         f = Forecaster.load(path)
         f.module.hparams.compile = False  # evaluation only: no compile time
+        trained = next(m.attention for m in f.module.modules() if isinstance(m, MultiHeadAttention))
+        if args.attention:
+            set_attention(f.module, args.attention)
         val, test = f.evaluate("val"), f.evaluate("test")
     hp = f.module.hparams
     record = {
         "name": args.checkpoint.parent.parent.name, "dataset": (f.module.data_info or {}).get("source"),
-        "model": hp.model, "attention": hp.attention, "sink": hp.sink, "rope": hp.rope, "horizon": hp.horizon,
+        "model": hp.model, "attention": args.attention or trained, "trained_attention": trained, "sink": hp.sink, "rope": hp.rope, "horizon": hp.horizon,
         "lookback": hp.lookback, "seed": hp.seed, "best_epoch": int(raw["epoch"]) + 1,
         "val_mse": val["mse"], **{f"test_{k}": v for k, v in test.items()},
         "checkpoint": str(args.checkpoint), "command": " ".join(sys.argv), "commit": git_commit(),
