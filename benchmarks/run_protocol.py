@@ -48,8 +48,8 @@ class EpochTimer(Callback):
 def git_commit() -> str:
     try:
         out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
-                               capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+                                ":(exclude)benchmarks/results"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
         return out.stdout.strip() + ("-dirty" if dirty else "")
     except OSError:
         return "unknown"
