@@ -175,9 +175,7 @@ class Forecaster:
         saved = module.y_mean.clone(), module.y_scale.clone()
         try:  # original-scale metrics of other data use that data's scaler, as its scaled metrics do
             if data is not None and dm.scaler is not None:
-                index = dm.target_index
-                module.y_mean.copy_(torch.as_tensor(dm.scaler.mean_[index], dtype=module.y_mean.dtype))
-                module.y_scale.copy_(torch.as_tensor(dm.scaler.scale_[index], dtype=module.y_scale.dtype))
+                module.use_scaler(dm.scaler)
             result = self._eval_trainer().test(module, dataloaders=loader, verbose=False)[0]
         finally:
             module.y_mean.copy_(saved[0])

@@ -130,16 +130,21 @@ class ForecastModule(pl.LightningModule):
         dm = getattr(self.trainer, "datamodule", None) if self._trainer is not None else None
         scaler = getattr(dm, "scaler", None) if dm is not None else None
         if scaler is not None:
-            index = self.target_index if self.target_index is not None else list(range(self.hparams.n_channels))
-            if len(scaler.mean_) != self.hparams.n_channels:
-                raise ValueError(
-                    f"the data has {len(scaler.mean_)} input channels but the model was built for "
-                    f"{self.hparams.n_channels}; build the model with n_channels={len(scaler.mean_)}"
-                )
-            self.y_mean.copy_(torch.as_tensor(scaler.mean_[index], dtype=self.y_mean.dtype))
-            self.y_scale.copy_(torch.as_tensor(scaler.scale_[index], dtype=self.y_scale.dtype))
+            self.use_scaler(scaler)
         if dm is not None and stage == "fit" and hasattr(dm, "channel_names"):
             self.data_info = data_info(dm)
+
+    def use_scaler(self, scaler) -> None:
+        """Set the output channels' statistics (original-scale metrics and forecasts) from a fitted
+        ``StandardScaler`` over the input channels."""
+        if len(scaler.mean_) != self.hparams.n_channels:
+            raise ValueError(
+                f"the data has {len(scaler.mean_)} input channels but the model was built for "
+                f"{self.hparams.n_channels}; build the model with n_channels={len(scaler.mean_)}"
+            )
+        index = self.target_index if self.target_index is not None else list(range(self.hparams.n_channels))
+        self.y_mean.copy_(torch.as_tensor(scaler.mean_[index], dtype=self.y_mean.dtype))
+        self.y_scale.copy_(torch.as_tensor(scaler.scale_[index], dtype=self.y_scale.dtype))
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         checkpoint["tsattn_data_info"] = self.data_info
