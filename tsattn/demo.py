@@ -32,18 +32,22 @@ def fit_variant(attention: str, data: str, epochs: int, seed: int, out: pathlib.
     return forecaster, forecaster.evaluate("test"), seconds
 
 
-def plot_window(forecasters: dict, out: pathlib.Path, window: int = 1000, channel: str = "OT") -> pathlib.Path:
-    import matplotlib
+def forecast_figure(forecasters: dict, window: int = 1000, channel: str = "OT"):
+    """Figure of one test window: history, actual, and each fitted Forecaster's forecast (original units).
 
-    matplotlib.use("Agg")
+    Args:
+        forecasters: name -> fitted ``Forecaster``, all fit on the same data.
+        window: test window index.
+        channel: the channel to draw (an input and an output channel).
+    """
     import matplotlib.pyplot as plt
 
     first = next(iter(forecasters.values()))
     dm = first.datamodule
     item = dm.test_dataset[window]
-    c = dm.channel_names.index(channel)
-    history = dm.inverse_transform_input(item["x"])[:, c]
-    actual = dm.inverse_transform_target(item["y"])[:, dm.target_names.index(channel)]
+    history = dm.inverse_transform_input(item["x"])[:, dm.channel_names.index(channel)]
+    out = dm.target_names.index(channel)
+    actual = dm.inverse_transform_target(item["y"])[:, out]
     t_hist = dm.timestamps_for("test", window, lookback=True)
     t_future = dm.timestamps_for("test", window)
     fig, ax = plt.subplots(figsize=(11, 4))
@@ -54,10 +58,21 @@ def plot_window(forecasters: dict, out: pathlib.Path, window: int = 1000, channe
         with torch.no_grad():
             pred = f.module.to_original(f.module(item["x"][None], item["t_x"][None]))[0]
         style = "--" if name == "continuous" else "-"  # the two can overlap closely
-        ax.plot(t_future, pred[:, dm.target_names.index(channel)].numpy(), style, lw=1.5, label=f"{name} attention")
-    ax.set_title(f"ETTh1 {channel}: test window {window}, 96-step forecast from 336 steps")
+        ax.plot(t_future, pred[:, out].numpy(), style, lw=1.5, label=f"{name} attention")
+    ax.set_title(f"{channel}: test window {window}, {dm.horizon}-step forecast from {dm.lookback} steps")
     ax.legend(loc="upper left")
     fig.autofmt_xdate()
+    return fig
+
+
+def plot_window(forecasters: dict, out: pathlib.Path, window: int = 1000, channel: str = "OT") -> pathlib.Path:
+    """Write ``forecast_figure`` to ``out/forecast_vs_actual.png``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = forecast_figure(forecasters, window, channel)
     path = out / "forecast_vs_actual.png"
     fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
