@@ -6,8 +6,10 @@ import typing
 import pytest
 import torch
 
-from tsattn.models import MODELS, PatchDecoder, PatchTST, get_model_class
+from tsattn.models import MODELS, IrregularTransformer, PatchDecoder, PatchTST, get_model_class, input_kind
 from tsattn.nn import ATTENTIONS, SINKS, MultiHeadAttention, set_attention
+
+WINDOW_MODELS = sorted(n for n in MODELS if input_kind(MODELS[n]) == "window")  # window in, forecast out
 
 C, L, H = 3, 48, 12
 SMALL = {
@@ -34,13 +36,14 @@ def irregular_times(batch=2, length=L, seed=1):
 
 
 def test_registry():
-    assert MODELS == {"patchtst": PatchTST, "decoder": PatchDecoder}
+    assert MODELS == {"patchtst": PatchTST, "decoder": PatchDecoder, "irregular": IrregularTransformer}
+    assert [n for n in MODELS if input_kind(MODELS[n]) == "observations"] == ["irregular"]
     assert get_model_class("patchtst") is PatchTST
     with pytest.raises(ValueError, match="decoder.*patchtst"):
         get_model_class("transformer")
 
 
-@pytest.mark.parametrize("name", sorted(MODELS))
+@pytest.mark.parametrize("name", WINDOW_MODELS)
 def test_signature_is_typed_and_documented(name):
     cls = MODELS[name]
     params = list(inspect.signature(cls.__init__).parameters.values())[1:]
@@ -57,7 +60,7 @@ def test_signature_is_typed_and_documented(name):
 
 
 @pytest.mark.parametrize(
-    "name,attention,sink,rope", list(itertools.product(sorted(MODELS), ATTENTIONS, SINKS, [False, True]))
+    "name,attention,sink,rope", list(itertools.product(WINDOW_MODELS, ATTENTIONS, SINKS, [False, True]))
 )
 def test_shapes_for_every_combination(name, attention, sink, rope):
     model = build(name, attention=attention, sink=sink, rope=rope)
@@ -71,7 +74,7 @@ def test_shapes_for_every_combination(name, attention, sink, rope):
 
 
 @pytest.mark.parametrize(
-    "name,attention,rope", list(itertools.product(sorted(MODELS), ATTENTIONS, [False, True]))
+    "name,attention,rope", list(itertools.product(WINDOW_MODELS, ATTENTIONS, [False, True]))
 )
 def test_times_regular_equals_default_irregular_differs(name, attention, rope):
     model = build(name, attention=attention, sink="learned", rope=rope)
@@ -82,7 +85,7 @@ def test_times_regular_equals_default_irregular_differs(name, attention, rope):
     assert differs == (attention == "continuous" or rope)
 
 
-@pytest.mark.parametrize("name", sorted(MODELS))
+@pytest.mark.parametrize("name", WINDOW_MODELS)
 def test_eval_is_deterministic_and_batch_independent(name):
     model = build(name, attention="continuous", sink="first", rope=True, dropout=0.3)
     x, t_x = torch.randn(4, L, C), irregular_times(4)
@@ -91,7 +94,7 @@ def test_eval_is_deterministic_and_batch_independent(name):
     torch.testing.assert_close(model(x[:1], t_x[:1]), y[:1], rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("name", sorted(MODELS))
+@pytest.mark.parametrize("name", WINDOW_MODELS)
 def test_set_attention_switches_model_in_place(name):
     model = build(name, sink="learned", rope=True)
     x = torch.randn(2, L, C)
@@ -106,7 +109,7 @@ def test_set_attention_switches_model_in_place(name):
     torch.testing.assert_close(reloaded(x), y_continuous)
 
 
-@pytest.mark.parametrize("name", sorted(MODELS))
+@pytest.mark.parametrize("name", WINDOW_MODELS)
 def test_revin_uses_the_window_only_shift_equivariance(name):
     """With RevIN from the lookback, adding a constant to the window adds it to the forecast."""
     model = build(name, attention="continuous", rope=True)
@@ -116,7 +119,7 @@ def test_revin_uses_the_window_only_shift_equivariance(name):
     torch.testing.assert_close(model(x + shift), model(x) + shift, rtol=1e-9, atol=1e-9)
 
 
-@pytest.mark.parametrize("name", sorted(MODELS))
+@pytest.mark.parametrize("name", WINDOW_MODELS)
 def test_gradients_reach_learned_sinks(name):
     model = build(name, attention="continuous", sink="learned", rope=True).train()
     model(torch.randn(2, L, C), irregular_times()).square().mean().backward()
@@ -124,7 +127,7 @@ def test_gradients_reach_learned_sinks(name):
     assert sinks and all(s.k0.grad.abs().sum() > 0 and s.v0.grad.abs().sum() > 0 for s in sinks)
 
 
-@pytest.mark.parametrize("name", sorted(MODELS))
+@pytest.mark.parametrize("name", WINDOW_MODELS)
 def test_input_validation(name):
     model = build(name)
     with pytest.raises(ValueError, match="shape"):

@@ -1,6 +1,8 @@
-"""Forecasting models: a window [B, L, C] (+ knot times [B, L]) -> a forecast [B, H, C]."""
+"""Forecasting models: a window [B, L, C] (+ knot times [B, L]) -> a forecast [B, H, C] (PatchTST, the
+patch decoder), or irregular observation sets -> forecasts at query (time, variable) points."""
 from .decoder import PatchDecoder
+from .irregular import IrregularTransformer
 from .patchtst import PatchTST
-from .registry import MODELS, get_model_class
+from .registry import MODELS, get_model_class, input_kind
 
-__all__ = ["MODELS", "PatchDecoder", "PatchTST", "get_model_class"]
+__all__ = ["MODELS", "IrregularTransformer", "PatchDecoder", "PatchTST", "get_model_class", "input_kind"]

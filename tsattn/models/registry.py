@@ -4,12 +4,20 @@ from __future__ import annotations
 from torch import nn
 
 from .decoder import PatchDecoder
+from .irregular import IrregularTransformer
 from .patchtst import PatchTST
 
 MODELS: dict[str, type[nn.Module]] = {
     "patchtst": PatchTST,
     "decoder": PatchDecoder,
+    "irregular": IrregularTransformer,
 }
+
+
+def input_kind(cls: type[nn.Module]) -> str:
+    """What a model reads: "window" (a grid window [B, L, C] + knot times) or "observations"
+    (irregular observation sets, see ``IrregularTransformer.forward``)."""
+    return getattr(cls, "input_kind", "window")
 
 
 def get_model_class(name: str) -> type[nn.Module]:

@@ -11,6 +11,12 @@ One layer, two inner attentions behind the same projections:
 - ``attention="continuous"``: ``tsattn.continuous_attention`` with the same q, k, v, the sink as
   knot 0 and ``dt`` from the token positions.
 
+Self-attention reads keys and values from the same tokens; cross-attention (``memory=``) reads them
+from other tokens at their own times (e.g. forecast queries reading history knots). Rows of a batch
+may hold different numbers of real key tokens (``key_lengths``): the padding is ignored exactly, by
+a mask for softmax and by the op's ragged rows for continuous attention (a row with no key token
+reads the sink alone).
+
 Positions (knot times) are token times in units of one step (index 0..N-1 by default). They give
 
 - ``dt`` for the continuous op: ``dt[..., 0] = 1`` (the sink sits one unit before the first token,
@@ -37,6 +43,10 @@ from .rope import apply_rope, rope_angles
 from .sinks import SINKS, SinkKV
 
 ATTENTIONS = ("softmax", "continuous")
+
+
+def _as_float(positions: Tensor) -> Tensor:
+    return positions if torch.is_floating_point(positions) else positions.float()
 
 
 def knot_dt(positions: Tensor) -> Tensor:
@@ -123,47 +133,92 @@ class MultiHeadAttention(nn.Module):
         self.attention = state["attention"]
 
     # -- forward -----------------------------------------------------------------------------
-    def forward(self, x: Tensor, positions: Optional[Tensor] = None) -> Tensor:
-        """x: [B, N, d_model]; positions: [B, N] or [N] token times (None = 0..N-1) -> [B, N, d_model]."""
-        B, N, _ = x.shape
+    def forward(
+        self,
+        x: Tensor,
+        positions: Optional[Tensor] = None,
+        *,
+        memory: Optional[Tensor] = None,
+        memory_positions: Optional[Tensor] = None,
+        key_lengths: Optional[Tensor] = None,
+    ) -> Tensor:
+        """Self-attention over x, or cross-attention from x to ``memory``.
+
+        Args:
+            x: [B, M, d_model] query tokens (and key/value tokens when ``memory`` is None).
+            positions: [B, M] or [M] times of the query tokens (None = 0..M-1).
+            memory: [B, N, d_model] key/value tokens (cross-attention; needs ``causal=False``).
+            memory_positions: [B, N] or [N] their times (None = 0..N-1).
+            key_lengths: [B] integer, the number of real key tokens per row (the rest is padding,
+                ignored exactly); None = all.
+        Returns:
+            [B, M, d_model].
+        """
+        B, M, _ = x.shape
         H, D = self.n_heads, self.head_dim
-        q, k, v = self.qkv(x).view(B, N, 3, H, D).permute(2, 0, 3, 1, 4)   # each [B, H, N, D]
+        if memory is None:
+            q, k, v = self.qkv(x).view(B, M, 3, H, D).permute(2, 0, 3, 1, 4)   # each [B, H, M, D]
+            memory_positions = positions
+            N = M
+        else:
+            if self.causal:
+                raise ValueError("cross-attention (memory=...) needs a non-causal layer (causal=False)")
+            d = self.d_model
+            w, b = self.qkv.weight, self.qkv.bias
+            q = F.linear(x, w[:d], None if b is None else b[:d]).view(B, M, H, D).transpose(1, 2)
+            N = memory.shape[1]
+            k, v = F.linear(memory, w[d:], None if b is None else b[d:]).view(B, N, 2, H, D).permute(2, 0, 3, 1, 4)
 
         dt = None                                                   # None = all ones (regular)
-        if positions is not None:
-            if not torch.is_floating_point(positions):
-                positions = positions.float()
-            positions = positions.expand(B, N)                      # [B, N]
-            dt = knot_dt(positions)                                 # [B, N]
+        if memory_positions is not None:
+            memory_positions = _as_float(memory_positions).expand(B, N)   # [B, N]
+            dt = knot_dt(memory_positions)                          # [B, N]
         if self.rope:
-            if positions is None:
-                positions = torch.arange(N, device=x.device, dtype=torch.float32).expand(B, N)
-            cos, sin = rope_angles(positions, D, self.rope_base)    # [B, 1, N, D/2]
-            q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+            if memory_positions is None:
+                memory_positions = torch.arange(N, device=x.device, dtype=torch.float32).expand(B, N)
+            cos_k, sin_k = rope_angles(memory_positions, D, self.rope_base)   # [B, 1, N, D/2]
+            k = apply_rope(k, cos_k, sin_k)
+            if memory is None:                                      # self-attention: the same times
+                q = apply_rope(q, cos_k, sin_k)
+            else:
+                if positions is None:
+                    positions = torch.arange(M, device=x.device, dtype=torch.float32)
+                cos, sin = rope_angles(_as_float(positions).expand(B, M), D, self.rope_base)   # [B, 1, M, D/2]
+                q = apply_rope(q, cos, sin)
 
         k0, v0 = self.sink(k, v)                                    # broadcastable to [B, H, 1, D]
         if self.rope and self.sink.kind == "learned":
-            tau0 = positions[:, :1] - 1.0                           # [B, 1] the sink's time
+            tau0 = memory_positions[:, :1] - 1.0                    # [B, 1] the sink's time
             cos0, sin0 = rope_angles(tau0, D, self.rope_base)       # [B, 1, 1, D/2]
             k0 = apply_rope(k0.expand(B, H, 1, D), cos0, sin0)      # [B, H, 1, D]
 
         if self._attention == "continuous":
-            o = continuous_attention(q, k, v, k0, v0, causal=self.causal, dt=dt, backend=self.backend)
+            o = continuous_attention(q, k, v, k0, v0, causal=self.causal, dt=dt, key_lengths=key_lengths,
+                                     backend=self.backend, validate=False)
         else:
-            o = self._softmax(q, k, v, k0, v0)                      # [B, H, N, D]
-        o = o.transpose(1, 2).reshape(B, N, H * D)                  # [B, N, d_model]
+            o = self._softmax(q, k, v, k0, v0, key_lengths)         # [B, H, M, D]
+        o = o.transpose(1, 2).reshape(B, M, H * D)                  # [B, M, d_model]
         return self.proj_dropout(self.out_proj(o))
 
-    def _softmax(self, q: Tensor, k: Tensor, v: Tensor, k0: Tensor, v0: Tensor) -> Tensor:
-        """SDPA, with the sink prepended as key 0 when ``softmax_sink``."""
+    def _softmax(self, q: Tensor, k: Tensor, v: Tensor, k0: Tensor, v0: Tensor,
+                 key_lengths: Optional[Tensor] = None) -> Tensor:
+        """SDPA, with the sink prepended as key 0 when ``softmax_sink`` and padded keys masked out."""
+        B, H, M, D = q.shape
+        N = k.shape[2]
+        mask = None                                                 # [B or 1, 1, M, keys] True = attend
+        if key_lengths is not None:
+            mask = (torch.arange(N, device=q.device) < key_lengths.to(q.device)[:, None])[:, None, None, :]
+        if self.causal:
+            causal_mask = torch.ones(M, N, dtype=torch.bool, device=q.device).tril()
+            mask = causal_mask if mask is None else mask & causal_mask
         if not self.softmax_sink:
-            return F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
-        B, H, N, D = q.shape
+            if mask is None:
+                return F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         keys = torch.cat([k0.expand(B, H, 1, D), k], dim=2)         # [B, H, N+1, D]
         values = torch.cat([v0.expand(B, H, 1, v.shape[-1]), v], dim=2)
-        mask = None
-        if self.causal:                                             # query t sees the sink and keys <= t
-            mask = torch.ones(N, N + 1, dtype=torch.bool, device=q.device).tril(1)
+        if mask is not None:                                        # every query sees the sink
+            mask = F.pad(mask, (1, 0), value=True)
         return F.scaled_dot_product_attention(q, keys, values, attn_mask=mask)
 
     def extra_repr(self) -> str:

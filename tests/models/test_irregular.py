@@ -1,0 +1,150 @@
+"""IrregularTransformer: shapes, ragged rows, no leakage between queries, cross-variable flow, the switch."""
+import itertools
+
+import pytest
+import torch
+
+from tsattn.models import IrregularTransformer
+from tsattn.nn import ATTENTIONS, SINKS, MultiHeadAttention, set_attention
+
+V = 5
+
+
+def observation_batch(b=4, nx=40, ny=25, seed=1, dtype=torch.float32):
+    """Random observation sets: times sorted within each series, some padding, one series without history."""
+    g = torch.Generator().manual_seed(seed)
+    x_var = torch.randint(0, V, (b, nx), generator=g)
+    x_time = -torch.sort(torch.rand(b, nx, generator=g, dtype=torch.float64) * 24, dim=1, descending=True).values
+    x_value = torch.randn(b, nx, generator=g, dtype=torch.float64)
+    x_mask = torch.rand(b, nx, generator=g) < 0.8
+    x_mask[0] = False                                   # a series with no history at all
+    x_mask[1, x_var[1] == 2] = False                    # a variable never observed in series 1
+    y_var = torch.randint(0, V, (b, ny), generator=g)
+    y_time = torch.sort(torch.rand(b, ny, generator=g, dtype=torch.float64) * 24, dim=1).values
+    y_mask = torch.rand(b, ny, generator=g) < 0.9
+    return dict(x_time=x_time.to(dtype), x_var=x_var, x_value=x_value.to(dtype), x_mask=x_mask,
+                y_time=y_time.to(dtype), y_var=y_var, y_mask=y_mask)
+
+
+def build(attention="continuous", sink="learned", rope=True, seed=0, dtype=torch.float64, **kw):
+    torch.manual_seed(seed)
+    model = IrregularTransformer(V, attention=attention, sink=sink, rope=rope, d_model=16, n_heads=2, d_ff=32, **kw)
+    with torch.no_grad():
+        for m in model.modules():                        # move learned sinks off zero so that they matter
+            if isinstance(m, MultiHeadAttention) and m.sink.kind == "learned":
+                m.sink.k0.normal_()
+                m.sink.v0.normal_()
+    return model.to(dtype).eval()
+
+
+@pytest.mark.parametrize("attention,sink,rope", list(itertools.product(ATTENTIONS, SINKS, [False, True])))
+def test_shapes_finite_and_padding_is_zero(attention, sink, rope):
+    model = build(attention, sink, rope, dtype=torch.float32)
+    batch = observation_batch()
+    out = model(**batch)
+    assert out.shape == batch["y_time"].shape
+    assert torch.isfinite(out).all()
+    assert (out[~batch["y_mask"]] == 0).all()
+    model.train()
+    out = model(**batch)
+    out[batch["y_mask"]].square().mean().backward()
+    missing = [n for n, p in model.named_parameters() if p.grad is None]
+    allowed = {"first": ("sink",), "zeros": ("sink",)}.get(sink, ())
+    assert all(any(a in n for a in allowed) for n in missing), missing
+
+
+@pytest.mark.parametrize("attention", ATTENTIONS)
+def test_buckets_change_nothing(attention):
+    """Length buckets are only a speed device: 1 bucket and 4 give the same forecasts (fp64)."""
+    model, batch = build(attention), observation_batch(dtype=torch.float64)
+    reference = model(**batch)
+    for n in (1, 2, 7):
+        model.n_buckets = n
+        torch.testing.assert_close(model(**batch), reference, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("attention", ATTENTIONS)
+def test_a_query_depends_on_its_own_time_and_variable_only(attention):
+    """No leakage between queries: changing, adding or removing other queries leaves a query's forecast."""
+    model, batch = build(attention), observation_batch(dtype=torch.float64)
+    out = model(**batch)
+    other = dict(batch)
+    other["y_time"] = batch["y_time"].clone()
+    other["y_var"] = batch["y_var"].clone()
+    other["y_mask"] = batch["y_mask"].clone()
+    other["y_time"][:, 10:] += 5.0
+    other["y_var"][:, 10:] = (other["y_var"][:, 10:] + 1) % V
+    other["y_mask"][:, 15:] = ~other["y_mask"][:, 15:]
+    changed = model(**other)
+    keep = batch["y_mask"][:, :10]
+    torch.testing.assert_close(changed[:, :10][keep], out[:, :10][keep], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("attention", ATTENTIONS)
+def test_information_flows_across_variables_and_time_matters(attention):
+    model, batch = build(attention), observation_batch(dtype=torch.float64)
+    out = model(**batch)
+    # change the history of variable 0 only: forecasts of the other variables move
+    other = dict(batch, x_value=batch["x_value"] + 3.0 * (batch["x_var"] == 0))
+    moved = model(**other)
+    others = batch["y_mask"] & (batch["y_var"] != 0)
+    others[0] = False                                     # series 0 has no history
+    assert (moved - out)[others].abs().max() > 1e-6
+    # the same queries at other times give other forecasts
+    later = model(**dict(batch, y_time=batch["y_time"] + 7.0))
+    assert (later - out)[batch["y_mask"]].abs().max() > 1e-6
+
+
+def test_attentions_differ_and_switch_only_the_temporal_layers():
+    model, batch = build("continuous"), observation_batch(dtype=torch.float64)
+    continuous = model(**batch)
+    n = set_attention(model, "softmax")
+    assert n == len(model.temporal) + len(model.decoder)
+    softmax = model(**batch)
+    assert (continuous - softmax)[batch["y_mask"]].abs().max() > 1e-6
+    twin = build("softmax")
+    torch.testing.assert_close(twin(**batch), softmax, rtol=1e-12, atol=1e-12)
+
+
+def test_regular_grid_of_one_variable_is_read_in_time_order():
+    """Observations of a variable given out of order across variables still form time-ordered knots:
+    interleaving two variables' observations in another (time-sorted) order changes nothing."""
+    model = build("continuous")
+    t = -torch.arange(12, 0, -1, dtype=torch.float64)[None]           # -12 .. -1
+    var = torch.tensor([[0, 1] * 6])
+    value = torch.sin(t)
+    mask = torch.ones_like(var, dtype=torch.bool)
+    y = dict(y_time=torch.tensor([[1.0, 2.0, 1.5]], dtype=torch.float64), y_var=torch.tensor([[0, 1, 0]]))
+    out = model(x_time=t, x_var=var, x_value=value, x_mask=mask, **y)
+    perm = torch.tensor([1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10])           # swap each (var 0, var 1) pair
+    swapped = model(x_time=t[:, perm], x_var=var[:, perm], x_value=value[:, perm], x_mask=mask, **y)
+    torch.testing.assert_close(swapped, out, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("attention", ATTENTIONS)
+def test_learns_a_simple_irregular_problem(attention):
+    """Each variable is a sine of its own frequency seen at random times; the model must forecast it."""
+    g = torch.Generator().manual_seed(0)
+    b, nx, ny = 16, 48, 16
+    freq = torch.linspace(0.2, 0.6, V)
+    phase = 6.28 * torch.rand(b, 1, generator=g)
+
+    def sample(n, lo, hi):
+        var = torch.randint(0, V, (b, n), generator=g)
+        t = torch.sort(lo + (hi - lo) * torch.rand(b, n, generator=g), dim=1).values
+        return t, var, torch.sin(freq[var] * t + phase)
+
+    xt, xv, xx = sample(nx, -24.0, 0.0)
+    yt, yv, yy = sample(ny, 0.0, 6.0)
+    torch.manual_seed(0)
+    model = IrregularTransformer(V, attention=attention, d_model=32, n_heads=2, d_ff=64, dropout=0.0)
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    ones_x, ones_y = torch.ones_like(xv, dtype=torch.bool), torch.ones_like(yv, dtype=torch.bool)
+    first = None
+    for _ in range(150):
+        loss = (model(xt, xv, xx, ones_x, yt, yv, ones_y) - yy).square().mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        first = loss.item() if first is None else first
+    assert loss.item() < 0.1 * first

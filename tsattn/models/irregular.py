@@ -1,0 +1,325 @@
+"""A forecaster for irregular, sparse multivariate series: observations in, values at (time, variable) out.
+
+    history: observations (time, variable, value), each variable at its own times, times relative to
+             the forecast origin (history times < 0); padded, with a mask
+      -> per observation: value embedding + variable embedding
+      -> grouped by (series, variable): one sequence of knots per observed variable, at its real times
+      -> n_layers x [
+           temporal block, per variable sequence: attention over the variable's own knots (continuous:
+             the integral runs over the real gaps, dt; softmax: the same tokens, the same RoPE) -> FFN
+           variable block, per series: a state per variable (its knots' mean, or "not observed") is
+             updated by attention over all V variables of the series (softmax over the set) and added
+             back to the variable's knots ]
+      -> per query (t, v): variable embedding + the variable's state + time features of t + the
+           variable's last observed value and its age (zero and a flag when it was never observed)
+           -> n_decoder_layers x [cross-attention to the knots of variable v (query time t vs knot
+              times) -> FFN] -> Linear -> the forecast value at (t, v)
+
+Why this shape. mTAND attends from reference times to every observation with learned time
+embeddings; t-PatchGNN cuts each variable's observations into time patches, encodes each patch
+with a transformer, passes messages between variables with a learned graph and decodes a query
+from the variable's state and a time embedding. Here each variable keeps its own observation times
+(no grid, no patch borders), so continuous attention integrates over the real time between a
+variable's observations, and a burst of observations does not outweigh a sparse stretch by count;
+the variable block plays the graph's part (a dense, input-dependent graph over the V variables);
+queries are decoded from the variable's state and the query time, as in both, and also read the
+variable's own history at the query's time by cross-attention. Only the temporal attentions (self
+and cross) switch between softmax and continuous; the variable block attends over a set, which has
+no time axis, and is softmax in both. Both attentions get the same time information: RoPE on the
+real times and the query's time features.
+
+No leakage: a query's forecast depends on the history and on that query's own time and variable
+only (queries never attend to each other; target values never enter the model).
+
+Efficiency: the sequences are short and ragged (PhysioNet: a variable has 1 to ~100 observations in
+24 h, median 3), so the observed (series, variable) rows are sorted by length and processed in
+``n_buckets`` groups, each padded to its own longest row; the padding is ignored exactly
+(``key_lengths``).
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from ..nn import FeedForward, MultiHeadAttention
+
+__all__ = ["IrregularTransformer"]
+
+
+def _group(keys: Tensor, mask: Tensor, n_keys: int) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Group the valid elements of ``keys`` [B, N] (values in [0, n_keys)) by key, keeping their order.
+
+    Returns (order, key, rank, counts): ``order`` [E] indexes the flattened elements, grouped by key
+    and in their original order within a key; ``key`` [E] and ``rank`` [E] (0-based place within
+    the key) of those elements; ``counts`` [n_keys] elements per key.
+    """
+    flat = torch.where(mask, keys, torch.full_like(keys, n_keys)).reshape(-1)
+    sorted_keys, order = torch.sort(flat, stable=True)
+    valid = int(mask.sum())
+    order, sorted_keys = order[:valid], sorted_keys[:valid]
+    counts = torch.bincount(sorted_keys, minlength=n_keys)
+    starts = torch.cumsum(counts, 0) - counts
+    rank = torch.arange(valid, device=keys.device) - starts[sorted_keys]
+    return order, sorted_keys, rank, counts
+
+
+class _Buckets:
+    """Observed rows (keys with at least one element), sorted by length and cut into buckets.
+
+    For a key k with an element count > 0: ``bucket_of[k]`` and ``slot_of[k]`` (its row in the bucket);
+    ``rows[b]`` [R_b] the keys of bucket b and ``width[b]`` its longest row.
+    """
+
+    def __init__(self, counts: Tensor, n_buckets: int) -> None:
+        observed = torch.nonzero(counts > 0).squeeze(1)
+        observed = observed[torch.argsort(counts[observed], stable=True)]       # short rows first
+        n = observed.numel()
+        n_buckets = max(1, min(n_buckets, n))
+        edges = [round(i * n / n_buckets) for i in range(n_buckets + 1)]
+        self.bucket_of = torch.full_like(counts, -1)
+        self.slot_of = torch.full_like(counts, -1)
+        self.rows: list[Tensor] = []
+        self.width: list[int] = []
+        for b in range(n_buckets):
+            rows = observed[edges[b]:edges[b + 1]]
+            if rows.numel() == 0:
+                continue
+            self.bucket_of[rows] = len(self.rows)
+            self.slot_of[rows] = torch.arange(rows.numel(), device=counts.device)
+            self.rows.append(rows)
+            self.width.append(int(counts[rows[-1]]))
+
+    def scatter(self, values: Tensor, key: Tensor, rank: Tensor, bucket: int, fill: float = 0.0) -> Tensor:
+        """Elements ``values`` [E, ...] (grouped by ``key``, place ``rank``) of one bucket -> [R_b, W_b, ...]."""
+        sel = self.bucket_of[key] == bucket
+        out = values.new_full((self.rows[bucket].numel(), self.width[bucket], *values.shape[1:]), fill)
+        out[self.slot_of[key[sel]], rank[sel]] = values[sel]
+        return out
+
+
+class _Block(nn.Module):
+    """Pre-norm attention block: x + attention(LN(x)) (self, or cross to ``memory``), then x + FFN(LN(x))."""
+
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float, *, attention: str, sink: str,
+                 rope: bool, rope_base: float) -> None:
+        super().__init__()
+        self.norm_attn = nn.LayerNorm(d_model)
+        # The sink always joins softmax as one more key: a row with no real key then reads it alone, as
+        # continuous attention does.
+        self.attn = MultiHeadAttention(d_model, n_heads, attention=attention, sink=sink, rope=rope,
+                                       softmax_sink=True, proj_dropout=dropout, rope_base=rope_base)
+        self.norm_ffn = nn.LayerNorm(d_model)
+        self.ff = FeedForward(d_model, d_ff, dropout)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: Tensor, positions: Optional[Tensor] = None, *, memory: Optional[Tensor] = None,
+                memory_positions: Optional[Tensor] = None, key_lengths: Optional[Tensor] = None) -> Tensor:
+        x = x + self.attn(self.norm_attn(x), positions, memory=memory, memory_positions=memory_positions,
+                          key_lengths=key_lengths)
+        return x + self.dropout(self.ff(self.norm_ffn(x)))
+
+
+class TimeFeatures(nn.Module):
+    """Features of a time t: one linear term and ``n - 1`` sines with learned frequencies and phases
+    (as mTAND's learned time embedding), mapped to ``d_model``.
+
+    Args:
+        n: number of features.
+        d_model: output width.
+    """
+
+    def __init__(self, n: int, d_model: int) -> None:
+        super().__init__()
+        self.linear = nn.Linear(1, 1)
+        self.periodic = nn.Linear(1, n - 1)
+        self.out = nn.Linear(n, d_model)
+
+    def forward(self, t: Tensor) -> Tensor:
+        """t: [...] -> [..., d_model]."""
+        t = t[..., None]
+        return self.out(torch.cat([self.linear(t), torch.sin(self.periodic(t))], dim=-1))
+
+
+class IrregularTransformer(nn.Module):
+    """Forecasts observations of irregular multivariate series at requested (time, variable) points.
+
+    Inputs are the observation batches of ``tsattn.data`` (times relative to the forecast origin,
+    in the data's time unit; values scaled): see ``forward``. See the module docstring for the
+    architecture and why it has this shape.
+
+    Args:
+        n_variables: number of variables V (variable ids are 0..V-1).
+        attention: "continuous" or "softmax" for the temporal attentions (self and cross); switchable
+            with ``tsattn.nn.set_attention`` (the variable block stays softmax).
+        sink: "zeros", "first" or "learned" sink knot of the temporal attentions.
+        rope: rotary position embedding on the real times in the temporal attentions.
+        d_model: token width.
+        n_heads: attention heads.
+        n_layers: encoder layers (a temporal block and a variable block each).
+        n_decoder_layers: cross-attention blocks of the query decoder.
+        d_ff: feed-forward hidden width.
+        dropout: dropout on embeddings, attention outputs and in the feed-forward networks.
+        time_scale: times are multiplied by this before they enter the model (so that typical gaps
+            are of order 1: for hours, 1).
+        time_features: size of the learned time features of a query.
+        rope_base: RoPE frequency base.
+        n_buckets: length buckets for the ragged variable sequences (speed only; any value gives
+            the same result up to rounding).
+    """
+
+    input_kind = "observations"
+
+    def __init__(
+        self,
+        n_variables: int,
+        *,
+        attention: str = "continuous",
+        sink: str = "learned",
+        rope: bool = True,
+        d_model: int = 64,
+        n_heads: int = 4,
+        n_layers: int = 2,
+        n_decoder_layers: int = 1,
+        d_ff: int = 128,
+        dropout: float = 0.1,
+        time_scale: float = 1.0,
+        time_features: int = 16,
+        rope_base: float = 10000.0,
+        n_buckets: int = 4,
+    ) -> None:
+        super().__init__()
+        if n_variables < 1:
+            raise ValueError(f"`n_variables` must be >= 1, got {n_variables}")
+        if not (time_scale > 0 and math.isfinite(time_scale)):
+            raise ValueError(f"`time_scale` must be a positive number, got {time_scale}")
+        self.n_variables = n_variables
+        self.time_scale = float(time_scale)
+        self.n_buckets = int(n_buckets)
+        temporal = dict(attention=attention, sink=sink, rope=rope, rope_base=rope_base)
+        self.value_embedding = nn.Linear(1, d_model)
+        self.variable_embedding = nn.Embedding(n_variables, d_model)
+        self.not_observed = nn.Parameter(torch.zeros(d_model))
+        self.dropout = nn.Dropout(dropout)
+        self.temporal = nn.ModuleList(_Block(d_model, n_heads, d_ff, dropout, **temporal) for _ in range(n_layers))
+        self.summary_in = nn.ModuleList(nn.Linear(d_model, d_model) for _ in range(n_layers))
+        self.variable_mix = nn.ModuleList(   # attention over the set of variables: plain softmax, not switched
+            nn.TransformerEncoderLayer(d_model, n_heads, d_ff, dropout, activation="gelu", batch_first=True,
+                                       norm_first=True)
+            for _ in range(n_layers)
+        )
+        self.summary_out = nn.ModuleList(nn.Linear(d_model, d_model) for _ in range(n_layers))
+        self.norm_memory = nn.LayerNorm(d_model)
+        self.query_state = nn.Linear(d_model, d_model)
+        self.query_time = TimeFeatures(time_features, d_model)
+        self.query_last = nn.Linear(3, d_model)
+        self.decoder = nn.ModuleList(_Block(d_model, n_heads, d_ff, dropout, **temporal)
+                                     for _ in range(n_decoder_layers))
+        self.norm_out = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, 1)
+
+    def forward(
+        self,
+        x_time: Tensor,
+        x_var: Tensor,
+        x_value: Tensor,
+        x_mask: Tensor,
+        y_time: Tensor,
+        y_var: Tensor,
+        y_mask: Optional[Tensor] = None,
+    ) -> Tensor:
+        """Forecast the value of every query.
+
+        Args:
+            x_time: [B, Nx] history times relative to the forecast origin (< 0 for the past).
+            x_var: [B, Nx] variable ids (int); x_value: [B, Nx] scaled values; x_mask: [B, Nx] bool,
+                True for a real observation (padding is ignored).
+            y_time: [B, Ny] query times relative to the origin; y_var: [B, Ny] their variable ids.
+            y_mask: [B, Ny] bool, True for a real query (None = all).
+
+        Returns:
+            [B, Ny] forecasts (scaled units); 0 at padded queries.
+        """
+        B, V = x_time.shape[0], self.n_variables
+        if y_mask is None:
+            y_mask = torch.ones_like(y_var, dtype=torch.bool)
+        for name, var, mask in (("x_var", x_var, x_mask), ("y_var", y_var, y_mask)):
+            if mask.any() and (int(var[mask].min()) < 0 or int(var[mask].max()) >= V):
+                raise ValueError(f"{name} holds variable ids outside [0, {V}); build the model with n_variables=V")
+        dtype = self.value_embedding.weight.dtype
+        x_time = x_time.to(dtype) * self.time_scale
+        y_time = y_time.to(dtype) * self.time_scale
+        d = self.variable_embedding.embedding_dim
+
+        # -- history: one knot sequence per observed (series, variable) ------------------------------------
+        keys = torch.arange(B, device=x_var.device)[:, None] * V + x_var.long()         # [B, Nx]
+        order, key, rank, counts = _group(keys, x_mask, B * V)
+        var_flat, time_flat = x_var.reshape(-1)[order].long(), x_time.reshape(-1)[order]
+        value_flat = x_value.reshape(-1)[order].to(dtype)
+        tokens_flat = self.value_embedding(value_flat[:, None]) + self.variable_embedding(var_flat)   # [E, d]
+        buckets = _Buckets(counts, self.n_buckets)
+        tokens = [self.dropout(buckets.scatter(tokens_flat, key, rank, b)) for b in range(len(buckets.rows))]
+        times = [buckets.scatter(time_flat, key, rank, b) for b in range(len(buckets.rows))]   # [R_b, W_b]
+        lengths = [counts[rows] for rows in buckets.rows]                                         # [R_b]
+        observed = (counts > 0).view(B, V, 1)
+        state = self.variable_embedding.weight.expand(B, V, d) + torch.where(observed, 0.0, self.not_observed)
+
+        for temporal, summary_in, mix, summary_out in zip(self.temporal, self.summary_in, self.variable_mix,
+                                                          self.summary_out):
+            summary = tokens_flat.new_zeros(B * V, d)
+            for b, rows in enumerate(buckets.rows):
+                tokens[b] = temporal(tokens[b], times[b], key_lengths=lengths[b])          # [R_b, W_b, d]
+                valid = torch.arange(buckets.width[b], device=x_var.device) < lengths[b][:, None]
+                mean = (tokens[b] * valid[..., None]).sum(1) / lengths[b][:, None]         # [R_b, d]
+                summary = summary.index_copy(0, rows, mean)
+            state = mix(state + summary_in(summary).view(B, V, d) * observed)             # [B, V, d]
+            back = summary_out(state).reshape(B * V, d)
+            tokens = [t + back[rows][:, None, :] for t, rows in zip(tokens, buckets.rows)]
+        memory = [self.norm_memory(t) for t in tokens]
+
+        # -- queries: decoded per (series, variable), reading that variable's knots -------------------------
+        last = x_time.new_zeros(B * V, 2)                                                 # value, time
+        if order.numel():
+            end = torch.cumsum(counts, 0) - 1                                               # last element of a key
+            seen = torch.nonzero(counts > 0).squeeze(1)
+            last[seen, 0] = value_flat[end[seen]]
+            last[seen, 1] = time_flat[end[seen]]
+        q_keys = torch.arange(B, device=y_var.device)[:, None] * V + y_var.long()         # [B, Ny]
+        q_order, q_key, q_rank, q_counts = _group(q_keys, y_mask, B * V)
+        q_time = y_time.reshape(-1)[q_order]
+        has = (counts[q_key] > 0).float()
+        last_features = torch.stack([last[q_key, 0], (q_time - last[q_key, 1]) * has, has], dim=1)   # [Q, 3]
+        q_flat = (self.variable_embedding(y_var.reshape(-1)[q_order].long())
+                  + self.query_state(state.reshape(B * V, d)[q_key])
+                  + self.query_time(q_time) + self.query_last(last_features))            # [Q, d]
+        out_flat = q_flat.new_zeros(q_key.numel())
+
+        groups = [(b, buckets.bucket_of[q_key] == b) for b in range(len(buckets.rows))]
+        groups.append((None, counts[q_key] == 0))                                         # never observed
+        for b, sel in groups:
+            if not bool(sel.any()):
+                continue
+            g_key, g_rank = q_key[sel], q_rank[sel]
+            g_rows, g_slot = torch.unique(g_key, return_inverse=True)                     # query rows of the group
+            width = int(q_counts[g_rows].max())
+            queries = q_flat.new_zeros(g_rows.numel(), width, d)
+            queries[g_slot, g_rank] = q_flat[sel]
+            q_times = q_flat.new_zeros(g_rows.numel(), width)
+            q_times[g_slot, g_rank] = q_time[sel]
+            if b is None:                                                                 # the sink alone
+                mem = q_flat.new_zeros(g_rows.numel(), 1, d)
+                mem_times = q_flat.new_zeros(g_rows.numel(), 1)
+                mem_lengths = torch.zeros(g_rows.numel(), dtype=torch.long, device=y_var.device)
+            else:
+                slots = buckets.slot_of[g_rows]
+                mem, mem_times, mem_lengths = memory[b][slots], times[b][slots], lengths[b][slots]
+            for block in self.decoder:
+                queries = block(queries, q_times, memory=mem, memory_positions=mem_times, key_lengths=mem_lengths)
+            out_flat[sel] = self.head(self.norm_out(queries)).squeeze(-1)[g_slot, g_rank]
+
+        out = y_time.new_zeros(y_time.numel())
+        out[q_order] = out_flat
+        return out.view_as(y_time)
