@@ -37,7 +37,7 @@ import numpy as np
 from sklearn.model_selection import train_test_split
 
 from .errors import DataError
-from .observations import ObservationSet
+from .observations import ObservationSet, shown_id
 from .splits import SPLITS
 
 __all__ = [
@@ -154,7 +154,7 @@ def fixed_origin_samples(
         empty = mid == start
         if empty.any():
             k = np.flatnonzero(empty)
-            ids = [observations.series_ids[i] for i in k[:3]]
+            ids = [shown_id(observations.series_ids[i]) for i in k[:3]]
             window = f"[{t0 - history:g}, {t0:g})" if history is not None else f"before {t0:g}"
             raise DataError(
                 f"{k.size} series have no observation {window} to forecast from at origin {t0:g}, e.g. series "

@@ -355,7 +355,9 @@ class ObservationDataModule(pl.LightningDataModule):
         if self.spec is not None:
             if self.spec.format != "physionet2012":
                 raise DataError(f"no reader for the format {self.spec.format!r} of {self.spec.name!r}")
-            observations = load_physionet2012(unknown_descriptors=self.unknown_descriptors, max_series=self.max_series)
+            observations = load_physionet2012(
+                dataset=self.spec, unknown_descriptors=self.unknown_descriptors, max_series=self.max_series
+            )
         elif self.series_spec is not None:
             observations = read_observations(registry.resolve(self.series_spec), **self.read_options)
         elif isinstance(self._data, ObservationSet):

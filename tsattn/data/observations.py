@@ -64,6 +64,11 @@ class SeriesObservations(NamedTuple):
     value: np.ndarray
 
 
+def shown_id(series_id: Any) -> Any:
+    """A series id as a plain Python value (``7``, ``'p1'``), for messages."""
+    return series_id.item() if isinstance(series_id, np.generic) else series_id
+
+
 def _readonly(array: np.ndarray) -> np.ndarray:
     array = np.ascontiguousarray(array)
     if array.flags.writeable:
@@ -186,7 +191,9 @@ class ObservationSet:
         """The index s of the series whose id is ``series_id``."""
         hits = np.flatnonzero(self.series_ids == series_id)
         if hits.size == 0:
-            raise DataError(f"no series with id {series_id!r}; ids are e.g. {list(self.series_ids[:_SHOW])}")
+            raise DataError(
+                f"no series with id {series_id!r}; ids are e.g. {[shown_id(i) for i in self.series_ids[:_SHOW]]}"
+            )
         return int(hits[0])
 
     def subset(self, indices: Union[Sequence[int], np.ndarray]) -> "ObservationSet":
@@ -507,7 +514,7 @@ def _time_unit(unit: Union[str, pd.Timedelta]) -> pd.Timedelta:
 
 
 def _ids(frame: pd.DataFrame, id_column: Optional[str], columns: list[str], row_label) -> tuple[np.ndarray, np.ndarray]:
-    """(series code [N] int64 in first-appearance order, ids [S])."""
+    """(series code [N] int64, ids [S] sorted; in order of first appearance if the ids do not sort)."""
     if id_column is None:
         return np.zeros(len(frame), dtype=np.int64), np.array([0], dtype=np.int64)
     if id_column not in frame.columns:
@@ -524,7 +531,10 @@ def _ids(frame: pd.DataFrame, id_column: Optional[str], columns: list[str], row_
             f"{', '.join(row_label(int(r)) for r in rows)}; every observation needs its series id: fill or "
             "remove those rows"
         )
-    codes, uniques = pd.factorize(raw, sort=False)
+    try:
+        codes, uniques = pd.factorize(raw, sort=True)
+    except TypeError:  # ids of mixed types
+        codes, uniques = pd.factorize(raw, sort=False)
     ids = np.asarray(uniques)
     if ptypes.is_float_dtype(ids.dtype) and np.all(ids == np.round(ids)):
         ids = ids.astype(np.int64)
@@ -572,6 +582,7 @@ def read_observations(
     Args:
         data: a path to a CSV file, or a DataFrame.
         id_column: the column naming each row's series; None reads the whole table as one series.
+            Series are ordered by id (by first appearance when the ids do not sort, e.g. mixed types).
         time_column: the column holding times; None detects one named ``date``, ``ds``, ``timestamp``,
             ``date_time``, ``datetime``, ``time``, ... (case-insensitive), or uses a DataFrame's
             ``DatetimeIndex``. Datetimes (parsed like ``read_series`` does) become float
@@ -623,6 +634,12 @@ def read_observations(
 
         if na_values:
             frame = frame.replace([v for v in na_values if isinstance(v, str)], np.nan)
+        for c in frame.columns:  # object columns holding only numbers (and NaN) become numeric
+            if frame[c].dtype == object:
+                try:
+                    frame[c] = pd.to_numeric(frame[c])
+                except (ValueError, TypeError):
+                    pass
     elif isinstance(data, (str, os.PathLike)):
         path = Path(data).expanduser()
         frame = _read_file(path, na_values or None)
@@ -671,7 +688,7 @@ def read_observations(
         a, b = int(position[i]), int(position[i + 1])
         shown = (lambda r: repr(float(times[r]))) if numeric_time else (lambda r: str(stamps[r]))
         raise DataError(
-            f"times go back within series {ids[codes[a]]!r}: {row_label(b)} ({shown(b)}) comes after "
+            f"times go back within series {shown_id(ids[codes[a]])!r}: {row_label(b)} ({shown(b)}) comes after "
             f"{row_label(a)} ({shown(a)}); {int(steps_back.sum())} such step(s) back in time; sort the table "
             "by (id, time), or pass sort=True to sort the rows"
         )

@@ -218,11 +218,11 @@ def parse_physionet_archives(
         raise _diagnose(records, blob) from None
     if len(table) != int(lines.sum()):
         raise _diagnose(records, blob)
-    if table["value"].dtype != np.float64:
-        raise _diagnose(records, blob)
+    if not pd.api.types.is_numeric_dtype(table["value"]) or pd.api.types.is_bool_dtype(table["value"]):
+        raise _diagnose(records, blob)  # text or empty values somewhere
     hours = table["hours"].to_numpy()
     minutes = table["minutes"].to_numpy()
-    value = table["value"].to_numpy()
+    value = table["value"].to_numpy(dtype=np.float64)
     bad_time = (minutes < 0) | (minutes > 59) | (hours < 0)
     if bad_time.any():
         i = int(np.flatnonzero(bad_time)[0])
@@ -336,6 +336,7 @@ def load_physionet2012(
     cache: bool = True,
     cache_folder: Optional[Union[str, os.PathLike]] = None,
     download_missing: bool = False,
+    dataset: Union[str, registry.ObservationDatasetSpec] = "physionet2012",
 ) -> ObservationSet:
     """The PhysioNet 2012 stays as an ``ObservationSet``, parsed once and then read from the cache.
 
@@ -346,14 +347,18 @@ def load_physionet2012(
             descriptors' -1 ("unknown").
         max_series: parse only the first this many records (archive order).
         cache: read / write the parsed set in the cache.
-        cache_folder: where parsed sets are kept; default ``<cache>/physionet2012``.
+        cache_folder: where parsed sets are kept; default ``<cache>/<the dataset's subdir>``.
         download_missing: download absent archives into the cache first (never done by default).
+        dataset: the registered dataset whose files ``paths=None`` finds (its format must be
+            ``"physionet2012"``).
 
     The cache file is ``parsed-<key>.npz``, the key a sha256 over the archives' sha256, the parse
     options and the parse rules' version: changed archives or rules are parsed again. It is written
     to a temporary file and renamed; an unreadable cache file is parsed again and replaced.
     """
-    spec = registry.get_observation_spec("physionet2012")
+    spec = registry.get_observation_spec(dataset)
+    if spec.format != "physionet2012":
+        raise DataError(f"{spec.name!r} is not in the PhysioNet 2012 format ({spec.format!r})")
     registered = paths is None
     if paths is None:
         paths = registry.resolve_files(spec, download_missing=download_missing)
@@ -378,7 +383,7 @@ def load_physionet2012(
     observations = parse_physionet_archives(paths, unknown_descriptors=unknown_descriptors, max_series=max_series)
     if registered and max_series is None and len(observations) != spec.n_series:
         warnings.warn(
-            f"the physionet2012 archives hold {len(observations)} records, not the registered {spec.n_series}; "
+            f"the {spec.name} archives hold {len(observations)} records, not the registered {spec.n_series}; "
             "results will not be comparable with the published protocol's",
             UserWarning,
             stacklevel=2,
