@@ -52,8 +52,8 @@ class VariableScaler:
     def _params(self, like: ArrayLike, variable: ArrayLike) -> tuple[ArrayLike, ArrayLike]:
         if isinstance(like, torch.Tensor):
             var = torch.as_tensor(variable, device=like.device).long()
-            offset = torch.as_tensor(self.offset, dtype=like.dtype, device=like.device)[var]
-            scale = torch.as_tensor(self.scale, dtype=like.dtype, device=like.device)[var]
+            offset = torch.from_numpy(self.offset.copy()).to(like.device, like.dtype)[var]  # [V] -> like var
+            scale = torch.from_numpy(self.scale.copy()).to(like.device, like.dtype)[var]
             return offset, scale
         var = np.asarray(variable, dtype=np.int64)
         return self.offset[var].astype(like.dtype, copy=False), self.scale[var].astype(like.dtype, copy=False)
