@@ -348,6 +348,7 @@ def test_paths_and_npz_inputs(tmp_path):
         (dict(origins=[24.0], history=-1.0), "history must be a number > 0"),
         (dict(origins=[24.0], subsample=1.5), "subsample must be a fraction"),
         (dict(origins=[24.0], batch_size=0), "batch_size must be a positive integer"),
+        (dict(origin_stride=5.0, history=80.0, horizon=30.0, split="time"), "no train samples"),
     ],
 )
 def test_bad_arguments(kwargs, phrase):

@@ -187,6 +187,8 @@ def test_npz_round_trip_and_atomic_write(tmp_path, monkeypatch):
     path = obs.save_npz(tmp_path / "obs.npz")
     back = ObservationSet.load_npz(path)
     _assert_same(obs, back)
+    _assert_same(obs, ObservationSet.load_npz(obs.save_npz(tmp_path / "stored.npz", compress=False)))
+    (tmp_path / "stored.npz").unlink()
     assert list(back.origins) == list(obs.origins) and back.time_unit == obs.time_unit
     assert back.read_counts == obs.read_counts and back.source == obs.source
     assert sorted(p.name for p in tmp_path.iterdir()) == ["obs.npz"]
@@ -194,7 +196,7 @@ def test_npz_round_trip_and_atomic_write(tmp_path, monkeypatch):
     def broken(*args, **kwargs):
         raise OSError("disk full")
 
-    monkeypatch.setattr(np, "savez_compressed", broken)
+    monkeypatch.setattr(np.lib.format, "write_array", broken)
     with pytest.raises(OSError, match="disk full"):
         obs.save_npz(tmp_path / "other.npz")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["obs.npz"]  # no partial file
@@ -205,6 +207,20 @@ def test_truncated_npz_is_a_data_error(tmp_path):
     path.write_bytes(path.read_bytes()[:100])
     with pytest.raises(DataError, match="not a readable ObservationSet file"):
         ObservationSet.load_npz(path)
+
+
+def test_a_set_must_be_sorted_and_finite():
+    fields = dict(series_ids=np.array([0]), offsets=np.array([0, 3]), variables=("a", "b"))
+    with pytest.raises(DataError, match="sorted by \\(series, time, variable\\)"):
+        ObservationSet(time=np.array([0.0, 2.0, 1.0]), variable=np.array([0, 0, 0]), value=np.ones(3), **fields)
+    with pytest.raises(DataError, match="at most one observation per"):
+        ObservationSet(time=np.array([0.0, 1.0, 1.0]), variable=np.array([0, 1, 1]), value=np.ones(3), **fields)
+    with pytest.raises(DataError, match="must be finite"):
+        ObservationSet(time=np.array([0.0, 1.0, 2.0]), variable=np.array([0, 1, 1]), value=np.array([1, np.nan, 1]),
+                       **fields)
+    with pytest.raises(DataError, match="offsets must be"):
+        ObservationSet(time=np.zeros(3), variable=np.array([0, 1, 1]), value=np.ones(3),
+                       **{**fields, "offsets": np.array([0, 2])})
 
 
 def test_arrays_are_read_only():

@@ -419,6 +419,12 @@ class ObservationDataModule(pl.LightningDataModule):
             column = 0 if self.scale_from == "train" else 1
             fit_rows = observations.time < borders[observations.series_index, column]  # [M]
             series_splits = None
+        if len(by_split["train"]) == 0:
+            raise DataError(
+                f"no train samples: {len(samples)} sample(s) in all, none of them in the train split (split="
+                f"{self.split!r}, fractions {self.split_fractions}); use a shorter history / horizon, more data, or a "
+                "larger train fraction"
+            )
         scaler = fit_variable_scaler(
             observations.value[fit_rows], observations.variable[fit_rows], observations.variables, self.scaler_kind,
             fitted_on=f"the {'train' if self.scale_from == 'train' else 'train + val'} observations (split={self.split!r})",

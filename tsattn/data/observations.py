@@ -23,6 +23,7 @@ import os
 import tempfile
 import zipfile
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable, Mapping, NamedTuple, Optional, Sequence, Union
 
@@ -137,12 +138,23 @@ class ObservationSet:
             raise DataError(f"variable indices must lie in [0, {len(variables)}); got {variable.min()}..{variable.max()}")
         if self.origins is not None and len(self.origins) != n_series:
             raise DataError(f"origins must have one timestamp per series ({n_series}); got {len(self.origins)}")
+        time, value = np.asarray(self.time, dtype=np.float64), np.asarray(self.value, dtype=np.float64)
+        if not (np.isfinite(time).all() and np.isfinite(value).all()):
+            raise DataError("times and values must be finite numbers (an unobserved value is left out, not NaN)")
+        series = np.repeat(np.arange(n_series), np.diff(offsets))
+        same_series = series[1:] == series[:-1]
+        same_time = same_series & (time[1:] == time[:-1])
+        if np.any(same_series & (time[1:] < time[:-1])) or np.any(same_time & (variable[1:] <= variable[:-1])):
+            raise DataError(
+                "rows must be sorted by (series, time, variable) with at most one observation per (series, time, "
+                "variable); build the set with read_observations or assemble_observations"
+            )
         set_ = object.__setattr__
         set_(self, "series_ids", _readonly(np.asarray(self.series_ids)))
         set_(self, "offsets", _readonly(offsets))
-        set_(self, "time", _readonly(np.asarray(self.time, dtype=np.float64)))
+        set_(self, "time", _readonly(time))
         set_(self, "variable", _readonly(variable.astype(variable_dtype(len(variables)), copy=False)))
-        set_(self, "value", _readonly(np.asarray(self.value, dtype=np.float64)))
+        set_(self, "value", _readonly(value))
         set_(self, "variables", variables)
         set_(self, "read_counts", dict(self.read_counts))
 
@@ -166,10 +178,10 @@ class ObservationSet:
         """int64 [S], observations per series."""
         return np.diff(self.offsets)
 
-    @property
+    @cached_property
     def series_index(self) -> np.ndarray:
-        """int64 [M], the series of every observation."""
-        return np.repeat(np.arange(len(self), dtype=np.int64), self.series_lengths)
+        """int64 [M], the series of every observation (computed once, read-only)."""
+        return _readonly(np.repeat(np.arange(len(self), dtype=np.int64), self.series_lengths))
 
     def __repr__(self) -> str:
         return (
@@ -329,9 +341,11 @@ class ObservationSet:
 
     # -- storage -----------------------------------------------------------------------------------------
     def save_npz(self, path: Union[str, os.PathLike], *, compress: bool = True) -> Path:
-        """Write the set to an ``.npz`` (zip-deflated unless ``compress=False``) atomically: a temporary
-        file in the same folder, renamed into place; on any failure nothing is left behind. Returns
-        the path."""
+        """Write the set to an ``.npz`` atomically: a temporary file in the same folder, renamed into
+        place; on any failure nothing is left behind. Returns the path.
+
+        ``compress`` deflates at level 1 (PhysioNet 2012: 17.5 MB instead of 95 MB, in about 1.5 s;
+        numpy's default level takes about four times longer for 13 MB); ``np.load`` reads either."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         ids = self.series_ids
@@ -356,8 +370,11 @@ class ObservationSet:
         fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
         tmp = Path(tmp_name)
         try:
-            with os.fdopen(fd, "wb") as out:
-                (np.savez_compressed if compress else np.savez)(out, **arrays)
+            method = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
+            with os.fdopen(fd, "wb") as out, zipfile.ZipFile(out, "w", method, compresslevel=1 if compress else None) as zf:
+                for name, array in arrays.items():
+                    with zf.open(f"{name}.npy", "w", force_zip64=True) as member:
+                        np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)
             os.replace(tmp, path)
         except BaseException:
             tmp.unlink(missing_ok=True)
