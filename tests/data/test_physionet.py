@@ -162,7 +162,7 @@ def test_repeated_record_ids_across_archives(tmp_path):
 
 
 def test_bad_options(two_records):
-    with pytest.raises(DataError, match="unknown_descriptors must be one of"):
+    with pytest.raises(DataError, match="`unknown_descriptors` must be one of"):
         parse_physionet_archives([two_records], unknown_descriptors="impute")
     with pytest.raises(DataError, match="max_series must be a positive integer"):
         parse_physionet_archives([two_records], max_series=0)

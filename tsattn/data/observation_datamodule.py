@@ -33,6 +33,8 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from . import registry
+from .csv import _check_choice
+from .datamodule import _looks_like_path as _looks_like_csv_path
 from .errors import DataError
 from .forecast_samples import (
     ForecastSamples,
@@ -158,12 +160,12 @@ def collate_forecast_samples(batch: Union[Mapping[str, torch.Tensor], Sequence[M
 
 
 def _looks_like_path(text: str) -> bool:
-    return text.lower().endswith((".csv", ".csv.gz", ".txt", ".npz")) or "/" in text or os.sep in text or Path(text).exists()
+    return text.lower().endswith(".npz") or _looks_like_csv_path(text)
 
 
-def _check_choice(name: str, value: Any, choices: Sequence[str]) -> None:
-    if value is not None and value not in choices:
-        raise DataError(f"`{name}` must be one of {', '.join(map(repr, choices))}; got {value!r}")
+def _check_optional_choice(name: str, value: Any, choices: Sequence[str]) -> None:
+    if value is not None:
+        _check_choice(name, value, choices)
 
 
 class ObservationDataModule(pl.LightningDataModule):
@@ -269,12 +271,12 @@ class ObservationDataModule(pl.LightningDataModule):
             raise DataError(f"num_workers must be an integer >= 0; got {num_workers!r}")
         if max_series is not None:
             check_positive_int("max_series", max_series)
-        _check_choice("split", split, OBSERVATION_SPLITS)
-        _check_choice("scaler", scaler, SCALER_KINDS)
-        _check_choice("scale_from", scale_from, SCALE_FROM)
-        _check_choice("duplicates", duplicates, OBSERVATION_DUPLICATE_POLICIES)
-        _check_choice("unknown_descriptors", unknown_descriptors, UNKNOWN_DESCRIPTOR_POLICIES)
-        _check_choice("subsample_by", subsample_by, SUBSAMPLE_UNITS)
+        _check_optional_choice("split", split, OBSERVATION_SPLITS)
+        _check_optional_choice("scaler", scaler, SCALER_KINDS)
+        _check_optional_choice("scale_from", scale_from, SCALE_FROM)
+        _check_optional_choice("duplicates", duplicates, OBSERVATION_DUPLICATE_POLICIES)
+        _check_optional_choice("unknown_descriptors", unknown_descriptors, UNKNOWN_DESCRIPTOR_POLICIES)
+        _check_optional_choice("subsample_by", subsample_by, SUBSAMPLE_UNITS)
         if subsample is not None and (isinstance(subsample, bool) or not 0 < float(subsample) <= 1):
             raise DataError(f"subsample must be a fraction in (0, 1] or None; got {subsample!r}")
 

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 from pandas.api import types as ptypes
 
-from .csv import _detect_time_column, _parse_timestamps, _read_file, _select_value_columns
+from .csv import _check_choice, _detect_time_column, _parse_timestamps, _read_file, _select_value_columns
 from .errors import DataError
 
 __all__ = [
@@ -480,8 +480,7 @@ def assemble_observations(
         ``(offsets [S + 1], time [M'], variable [M'], value [M'], merged)`` with ``merged = M - M'``,
         the observations folded into another of the same (series, time, variable).
     """
-    if duplicates not in OBSERVATION_DUPLICATE_POLICIES:
-        raise DataError(f"`duplicates` must be one of {', '.join(map(repr, OBSERVATION_DUPLICATE_POLICIES))}; got {duplicates!r}")
+    _check_choice("duplicates", duplicates, OBSERVATION_DUPLICATE_POLICIES)
     order = _observation_order(series, time, variable)
     series, time, variable, value = series[order], time[order], variable[order], value[order]
     same = (series[1:] == series[:-1]) & (time[1:] == time[:-1]) & (variable[1:] == variable[:-1])  # [M - 1]
@@ -626,10 +625,7 @@ def read_observations(
     Raises:
         DataError (or a subclass) naming the problem and the fix.
     """
-    if duplicates not in OBSERVATION_DUPLICATE_POLICIES:
-        raise DataError(
-            f"`duplicates` must be one of {', '.join(map(repr, OBSERVATION_DUPLICATE_POLICIES))}; got {duplicates!r}"
-        )
+    _check_choice("duplicates", duplicates, OBSERVATION_DUPLICATE_POLICIES)
     long_layout = variable_column is not None or value_column is not None
     if long_layout and (variable_column is None or value_column is None):
         given, absent = ("variable_column", "value_column") if value_column is None else ("value_column", "variable_column")

@@ -44,6 +44,7 @@ import numpy as np
 import pandas as pd
 
 from . import registry
+from .csv import _check_choice
 from .errors import DataError, DataFileNotFoundError
 from .observations import ObservationSet, assemble_observations
 from .registry import PHYSIONET2012_VARIABLES
@@ -189,8 +190,7 @@ def parse_physionet_archives(
     Raises:
         DataError naming the archive, member and line of anything malformed.
     """
-    if unknown_descriptors not in UNKNOWN_DESCRIPTOR_POLICIES:
-        raise DataError(f"unknown_descriptors must be one of {UNKNOWN_DESCRIPTOR_POLICIES}; got {unknown_descriptors!r}")
+    _check_choice("unknown_descriptors", unknown_descriptors, UNKNOWN_DESCRIPTOR_POLICIES)
     if max_series is not None and (isinstance(max_series, bool) or not isinstance(max_series, int) or max_series < 1):
         raise DataError(f"max_series must be a positive integer or None; got {max_series!r}")
     paths = [Path(p).expanduser() for p in ([paths] if isinstance(paths, (str, os.PathLike)) else paths)]
@@ -363,8 +363,7 @@ def load_physionet2012(
     if paths is None:
         paths = registry.resolve_files(spec, download_missing=download_missing)
     paths = [Path(p).expanduser() for p in ([paths] if isinstance(paths, (str, os.PathLike)) else paths)]
-    if unknown_descriptors not in UNKNOWN_DESCRIPTOR_POLICIES:
-        raise DataError(f"unknown_descriptors must be one of {UNKNOWN_DESCRIPTOR_POLICIES}; got {unknown_descriptors!r}")
+    _check_choice("unknown_descriptors", unknown_descriptors, UNKNOWN_DESCRIPTOR_POLICIES)
     for path in paths:
         if not path.is_file():
             raise DataFileNotFoundError(f"PhysioNet archive not found: {str(path)!r}; check the path")

@@ -15,12 +15,13 @@ observations is an error naming it: it could not be scaled without looking at ot
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence, TypeVar, Union
+from typing import Sequence, TypeVar
 
 import numpy as np
 import pandas as pd
 import torch
 
+from .csv import _check_choice
 from .errors import DataError
 
 __all__ = ["SCALER_KINDS", "VariableScaler", "fit_variable_scaler"]
@@ -91,8 +92,7 @@ def fit_variable_scaler(
     Raises:
         DataError: a variable has no observation to fit on (named).
     """
-    if kind not in SCALER_KINDS:
-        raise DataError(f"scaler must be one of {SCALER_KINDS}; got {kind!r}")
+    _check_choice("scaler", kind, SCALER_KINDS)
     names = tuple(str(v) for v in variables)
     stats = (
         pd.DataFrame({"v": np.asarray(variable, dtype=np.int64), "x": np.asarray(value, dtype=np.float64)})
