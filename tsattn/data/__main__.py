@@ -1,4 +1,7 @@
-"""``python -m tsattn.data list | where NAME... | fetch NAME...``: the dataset registry from a shell."""
+"""``python -m tsattn.data list | where NAME... | fetch NAME...``: the dataset registry from a shell.
+
+``where`` / ``fetch`` print one path per file (three for ``physionet2012``).
+"""
 from __future__ import annotations
 
 import argparse
@@ -24,10 +27,25 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 path = registry.find_local(spec)
                 where = str(path) if path else "not local"
                 print(f"{name:18s} {spec.split:11s} {spec.freq:6s} {spec.n_channels:4d} ch  {where}")
+            for name in registry.list_datasets("observations"):
+                obs_spec = registry.get_observation_spec(name)
+                found = [p for p in registry.find_local_files(obs_spec) if p is not None]
+                folders = sorted({str(p.parent) for p in found})
+                where = (
+                    "not local" if not found
+                    else f"{len(found)} of {len(obs_spec.files)} files in {', '.join(folders)}"
+                )
+                kind = f"by {obs_spec.protocol.get('split', '?')}"
+                print(f"{name:18s} {kind:11s} {'irreg':6s} {obs_spec.n_variables:4d} var {where}")
             print(f"TSATTN_DATA_DIR={registry.data_dir()}  cache={registry.cache_dir()}  offline={registry.offline()}")
         else:
             for name in args.names:
-                print(registry.resolve(name, download_missing=args.command == "fetch"))
+                download = args.command == "fetch"
+                if registry.is_observation_dataset(name):
+                    for path in registry.resolve_files(name, download_missing=download):
+                        print(path)
+                else:
+                    print(registry.resolve(name, download_missing=download))
     except DataError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

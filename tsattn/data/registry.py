@@ -13,6 +13,13 @@ Where a registered file is looked for, in order:
 A local file whose sha256 differs from the registered one is used with a warning (it may be the
 same data with other line endings); a downloaded file that differs is deleted and an error raised.
 
+Observation datasets (irregular series, e.g. ``physionet2012``) may span several files
+(``ObservationDatasetSpec.files``); each file is looked for in ``TSATTN_DATA_DIR``, in
+``TSATTN_DATA_DIR/<subdir>/``, then in ``<cache>/<subdir>/``, and downloaded there on request, file by
+file, with the same atomic download. They are listed apart (``list_datasets("observations")``), so
+that the series datasets' names and specs keep their meaning; ``resolve_files`` / ``fetch_files``
+work for both kinds.
+
 Command line: ``python -m tsattn.data list | where NAME... | fetch NAME...``.
 """
 from __future__ import annotations
@@ -25,23 +32,33 @@ import urllib.request
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Optional, Union
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 from .errors import ChecksumError, DataFileNotFoundError, DownloadError, UnknownDatasetError
 
 __all__ = [
+    "DATASET_KINDS",
+    "OBSERVATION_REGISTRY",
     "REGISTRY",
     "DatasetSpec",
+    "ObservationDatasetSpec",
+    "RemoteFile",
     "cache_dir",
     "data_dir",
     "download",
     "fetch",
+    "fetch_files",
     "find_local",
+    "find_local_files",
+    "get_any_spec",
+    "get_observation_spec",
     "get_spec",
+    "is_observation_dataset",
     "is_registered",
     "list_datasets",
     "offline",
     "resolve",
+    "resolve_files",
     "sha256_of",
 ]
 
@@ -51,6 +68,24 @@ _ETT_RAW = "https://raw.githubusercontent.com/zhouhaoyi/ETDataset/main/ETT-small
 # How Time-Series-Library reads a benchmark file: every row kept (repeated timestamps too), rows one
 # step apart, values as written (weather's -9999 sentinel stays a number). See datasets/README.md.
 _BENCHMARK_READ = {"duplicates": "keep", "knot_times": "index"}
+
+
+@dataclass(frozen=True)
+class RemoteFile:
+    """One file of a registered dataset.
+
+    Attributes:
+        filename: the file name (``"ETTh1.csv"``, ``"set-a.tar.gz"``).
+        url: the canonical direct download.
+        sha256: the registered copy's sha256 (a local file with it is the registered one), or None.
+        download_sha256: the sha256 of the bytes ``url`` serves, which a download is checked against;
+            None where unknown (the download is then unverified and a warning prints its sha256).
+    """
+
+    filename: str
+    url: str
+    sha256: Optional[str]
+    download_sha256: Optional[str]
 
 
 @dataclass(frozen=True)
@@ -84,6 +119,43 @@ class DatasetSpec:
     subdir: str
     read_options: Mapping[str, Any] = field(default_factory=lambda: dict(_BENCHMARK_READ))
     notes: str = ""
+
+    @property
+    def files(self) -> tuple[RemoteFile, ...]:
+        """The one CSV file (its URL serves the registered bytes)."""
+        return (RemoteFile(self.filename, self.url, self.sha256, self.sha256),)
+
+
+@dataclass(frozen=True)
+class ObservationDatasetSpec:
+    """One registered dataset of irregular observations (possibly several files).
+
+    Attributes:
+        name: the registry name (``"physionet2012"``).
+        files: the files, in reading order.
+        subdir: the files' folder under ``TSATTN_DATA_DIR`` (optional there) and in the cache.
+        format: how the files are parsed (``"physionet2012"``: PhysioNet 2012 challenge archives).
+        n_series: series in the whole dataset, for reference and as a check of a parse.
+        variables: the variable names, in the dataset's order.
+        protocol: keyword arguments of ``ObservationDataModule`` that give the published protocol
+            (origins, history / horizon, split, scaling).
+        homepage: where the dataset is described.
+        notes: quirks worth knowing.
+    """
+
+    name: str
+    files: tuple[RemoteFile, ...]
+    subdir: str
+    format: str
+    n_series: int
+    variables: tuple[str, ...]
+    protocol: Mapping[str, Any]
+    homepage: str = ""
+    notes: str = ""
+
+    @property
+    def n_variables(self) -> int:
+        return len(self.variables)
 
 
 def _ett(name: str, sha256: str, split: str, freq: str, n_rows: int) -> DatasetSpec:
@@ -137,9 +209,64 @@ REGISTRY: dict[str, DatasetSpec] = {
 _ALIASES = {"ecl": "electricity", "ili": "national_illness", "illness": "national_illness", "exchange": "exchange_rate"}
 
 
-def list_datasets() -> list[str]:
-    """The registered names."""
-    return list(REGISTRY)
+_PHYSIONET_FILES = "https://physionet.org/files/challenge-2012/1.0.0"
+
+# The 41 variables of the PhysioNet 2012 forecasting benchmark, in its order (descriptors first).
+PHYSIONET2012_VARIABLES = (
+    "Age", "Gender", "Height", "ICUType", "Weight", "Albumin", "ALP", "ALT", "AST", "Bilirubin", "BUN",
+    "Cholesterol", "Creatinine", "DiasABP", "FiO2", "GCS", "Glucose", "HCO3", "HCT", "HR", "K", "Lactate",
+    "Mg", "MAP", "MechVent", "Na", "NIDiasABP", "NIMAP", "NISysABP", "PaCO2", "PaO2", "pH", "Platelets",
+    "RespRate", "SaO2", "SysABP", "Temp", "TroponinI", "TroponinT", "Urine", "WBC",
+)
+
+OBSERVATION_REGISTRY: dict[str, ObservationDatasetSpec] = {
+    spec.name: spec
+    for spec in (
+        ObservationDatasetSpec(
+            name="physionet2012",
+            files=tuple(
+                RemoteFile(f"set-{part}.tar.gz", f"{_PHYSIONET_FILES}/set-{part}.tar.gz", sha256, None)
+                for part, sha256 in (
+                    ("a", "abcd119bae0f9f98d5e63b7bce5b2d37c64328e7c1acacab3836d17787d841df"),
+                    ("b", "668734f4ddf290edde891057c29349a04af51090b308fd5f352d0eabeb89a975"),
+                    ("c", "07738d739607c88bcb6c85a28a54963c8a8beaef864fbe40511c5411f07f3f2d"),
+                )
+            ),
+            subdir="physionet2012",
+            format="physionet2012",
+            n_series=12000,
+            variables=PHYSIONET2012_VARIABLES,
+            protocol={
+                "origins": (24.0,),
+                "history": None,
+                "horizon": None,
+                "split": "series",
+                "split_fractions": (0.6, 0.2, 0.2),
+                "split_seed": 42,
+                "scaler": "minmax",
+                "scale_from": "seen",
+            },
+            homepage="https://physionet.org/content/challenge-2012/1.0.0/",
+            notes=(
+                "PhysioNet/CinC Challenge 2012: 12,000 ICU stays (sets a, b, c), 41 variables each at its own "
+                "times over 48 h. The registered sha256 are those of archives re-packed from the extracted "
+                "files; PhysioNet's own archives hold the same files with other bytes (a download is not "
+                "verified by sha256; the parse checks the record count)."
+            ),
+        ),
+    )
+}
+_OBSERVATION_ALIASES = {"physionet": "physionet2012", "physionet-2012": "physionet2012", "challenge-2012": "physionet2012"}
+DATASET_KINDS = ("series", "observations", "all")
+
+
+def list_datasets(kind: str = "series") -> list[str]:
+    """The registered names: ``"series"`` (regular CSV series, the default), ``"observations"``
+    (irregular observation sets) or ``"all"``."""
+    if kind not in DATASET_KINDS:
+        raise ValueError(f"kind must be one of {DATASET_KINDS}; got {kind!r}")
+    names = list(REGISTRY) if kind in ("series", "all") else []
+    return names + (list(OBSERVATION_REGISTRY) if kind in ("observations", "all") else [])
 
 
 def _lookup(name: str) -> Optional[DatasetSpec]:
@@ -167,9 +294,57 @@ def get_spec(name: SpecLike) -> DatasetSpec:
         return name
     spec = _lookup(name) if isinstance(name, str) else None
     if spec is None:
+        if isinstance(name, str) and _lookup_observations(name) is not None:
+            raise UnknownDatasetError(
+                f"{name!r} is a registered dataset of irregular observations, not a CSV series: read it with "
+                f"tsattn.data.ObservationDataModule({name!r}) (or load_physionet2012()); CSV series datasets are "
+                f"{list_datasets()}"
+            )
         raise UnknownDatasetError(
             f"unknown dataset {name!r}: registered names are {list_datasets()}; pass one of them, or a path "
             "to a CSV file (ending in .csv)"
+        )
+    return spec
+
+
+def _lookup_observations(name: str) -> Optional[ObservationDatasetSpec]:
+    lowered = name.strip().lower()
+    for key, spec in OBSERVATION_REGISTRY.items():
+        if key.lower() == lowered:
+            return spec
+    alias = _OBSERVATION_ALIASES.get(lowered)
+    return OBSERVATION_REGISTRY.get(alias) if alias else None
+
+
+AnySpec = Union[DatasetSpec, ObservationDatasetSpec]
+
+
+def is_observation_dataset(name: str) -> bool:
+    """Whether ``name`` (case-insensitive, or an alias like ``physionet``) is a registered observation dataset."""
+    return isinstance(name, str) and _lookup_observations(name) is not None
+
+
+def get_observation_spec(name: Union[str, ObservationDatasetSpec]) -> ObservationDatasetSpec:
+    """The ``ObservationDatasetSpec`` of ``name`` (case-insensitive; a spec passes through)."""
+    if isinstance(name, ObservationDatasetSpec):
+        return name
+    spec = _lookup_observations(name) if isinstance(name, str) else None
+    if spec is None:
+        raise UnknownDatasetError(
+            f"unknown observation dataset {name!r}: registered ones are {list_datasets('observations')}; pass "
+            "one of them, or a path / DataFrame with reading options"
+        )
+    return spec
+
+
+def get_any_spec(name: Union[str, AnySpec]) -> AnySpec:
+    """The spec of a registered dataset of either kind (series first, then observations)."""
+    if isinstance(name, (DatasetSpec, ObservationDatasetSpec)):
+        return name
+    spec = (_lookup(name) or _lookup_observations(name)) if isinstance(name, str) else None
+    if spec is None:
+        raise UnknownDatasetError(
+            f"unknown dataset {name!r}: registered names are {list_datasets('all')}; pass one of them"
         )
     return spec
 
@@ -336,3 +511,99 @@ def resolve(name: SpecLike, *, download_missing: bool = False) -> Path:
 def fetch(name: SpecLike) -> Path:
     """Make ``name``'s file available locally (download into the cache when absent); its path."""
     return resolve(name, download_missing=True)
+
+
+# -- datasets of several files (observation datasets; a CSV dataset is its one file) -------------------------
+def _file_candidates(spec: ObservationDatasetSpec, file: RemoteFile) -> list[Path]:
+    paths = []
+    folder = data_dir()
+    if folder is not None:
+        paths += [folder / file.filename, folder / spec.subdir / file.filename]
+    paths.append(cache_dir() / spec.subdir / file.filename)
+    return paths
+
+
+def find_local_files(name: Union[str, AnySpec]) -> tuple[Optional[Path], ...]:
+    """The first existing local copy of each of ``name``'s files (None where absent), in file order."""
+    spec = get_any_spec(name)
+    if isinstance(spec, DatasetSpec):
+        return (find_local(spec),)
+    found = []
+    for file in spec.files:
+        found.append(next((p for p in _file_candidates(spec, file) if p.is_file()), None))
+    return tuple(found)
+
+
+def _files_where_message(spec: ObservationDatasetSpec, files: Sequence[RemoteFile]) -> str:
+    folder = data_dir()
+    place = (
+        f"the folder TSATTN_DATA_DIR={str(folder)!r} (or its {spec.subdir}/ sub-folder)" if folder
+        else f"a folder named by TSATTN_DATA_DIR (unset), or its {spec.subdir}/ sub-folder,"
+    )
+    names = ", ".join(f.filename for f in files)
+    return (
+        f"put {names} (from {', '.join(f.url for f in files)}) in {place} or in the cache folder "
+        f"{str(cache_dir() / spec.subdir)!r}"
+    )
+
+
+def resolve_files(name: Union[str, AnySpec], *, download_missing: bool = False) -> tuple[Path, ...]:
+    """The local paths of a registered dataset's files (one for a CSV dataset), downloading absent ones
+    into ``<cache>/<subdir>/`` only if ``download_missing``.
+
+    A local file whose sha256 differs from the registered one is used with a warning; a download
+    without a known ``download_sha256`` is kept with a warning that prints its sha256.
+
+    Raises:
+        DataFileNotFoundError: some file is absent locally and ``download_missing`` is False.
+        DownloadError: absent, and downloads are off (``TSATTN_OFFLINE=1``) or failed.
+        ChecksumError: a download's sha256 differs from the known ``download_sha256``.
+    """
+    spec = get_any_spec(name)
+    if isinstance(spec, DatasetSpec):
+        return (resolve(spec, download_missing=download_missing),)
+    found = find_local_files(spec)
+    for file, path in zip(spec.files, found):
+        if path is not None and file.sha256 is not None:
+            actual = sha256_of(path)
+            if actual != file.sha256:
+                warnings.warn(
+                    f"{path} has sha256 {actual}, not the registered {file.sha256} of {spec.name}'s "
+                    f"{file.filename}; an archive downloaded from {file.url} holds the same files with other "
+                    "bytes, any other copy may hold other data: results may then differ from the published "
+                    "protocol's",
+                    UserWarning,
+                    stacklevel=2,
+                )
+    missing = [file for file, path in zip(spec.files, found) if path is None]
+    if missing and not download_missing:
+        raise DataFileNotFoundError(
+            f"dataset {spec.name!r} is not available locally ({len(missing)} of {len(spec.files)} files absent); "
+            f"{_files_where_message(spec, missing)}, or fetch them with `python -m tsattn.data fetch {spec.name}` "
+            "(the DataModule's prepare_data() does the same)"
+        )
+    if missing and offline():
+        raise DownloadError(
+            f"dataset {spec.name!r} is not available locally and downloads are off (TSATTN_OFFLINE=1); "
+            f"{_files_where_message(spec, missing)}, or unset TSATTN_OFFLINE"
+        )
+    paths = list(found)
+    for file in missing:
+        try:
+            dest = download(file.url, cache_dir() / spec.subdir / file.filename, file.download_sha256)
+        except DownloadError as exc:
+            raise DownloadError(f"{exc}; or {_files_where_message(spec, [file])}") from None
+        if file.download_sha256 is None:
+            warnings.warn(
+                f"{spec.name}: no sha256 is registered for {file.url}, so the download of {file.filename} was not "
+                f"verified; its sha256 is {sha256_of(dest)}",
+                UserWarning,
+                stacklevel=2,
+            )
+        paths[spec.files.index(file)] = dest
+    return tuple(paths)  # type: ignore[arg-type]
+
+
+def fetch_files(name: Union[str, AnySpec]) -> tuple[Path, ...]:
+    """Make all of ``name``'s files available locally (download absent ones into the cache); their paths."""
+    return resolve_files(name, download_missing=True)

@@ -1,0 +1,318 @@
+"""read_observations / ObservationSet: long and wide layouts, no invented values, duplicates, bad input.
+
+Every error case asserts the exception type, key phrases of the message (the problem and the fix)
+and that the folder holding the input is unchanged.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tsattn.data import DataError, DataFileNotFoundError, ObservationSet, read_observations
+
+ROWS = [  # a wide table: 2 patients, datetime times, NaN = not observed
+    ("p2", "2021-03-01 08:00", 80.0, np.nan, 36.6),
+    ("p2", "2021-03-01 08:30", np.nan, 120.0, np.nan),
+    ("p1", "2021-01-01 00:00", 70.0, 110.0, np.nan),
+    ("p1", "2021-01-01 00:10", np.nan, np.nan, 37.0),
+    ("p1", "2021-01-01 02:00", 72.0, np.nan, np.nan),
+    ("p2", "2021-03-01 09:15", 84.0, 125.0, 36.9),
+]
+
+
+def _wide() -> pd.DataFrame:
+    return pd.DataFrame(ROWS, columns=["id", "time", "HR", "SBP", "Temp"])
+
+
+def _long_from(wide: pd.DataFrame) -> pd.DataFrame:
+    long = wide.melt(id_vars=["id", "time"], var_name="variable", value_name="value").dropna(subset=["value"])
+    return long.sample(frac=1.0, random_state=0).sort_values(["id", "time"], kind="stable")  # variables shuffled
+
+
+def _assert_same(a: ObservationSet, b: ObservationSet) -> None:
+    assert list(a.series_ids) == list(b.series_ids) and a.variables == b.variables
+    np.testing.assert_array_equal(a.offsets, b.offsets)
+    np.testing.assert_array_equal(a.variable, b.variable)
+    np.testing.assert_allclose(a.time, b.time, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(a.value, b.value, rtol=1e-12, atol=0)
+
+
+def _listing(folder):
+    return sorted((p.relative_to(folder), p.stat().st_size) for p in folder.rglob("*"))
+
+
+@pytest.fixture
+def raises(tmp_path):
+    """raises(exc_type, *phrases, fn): fn raises exc_type with every phrase; tmp_path is unchanged."""
+
+    def check(exc_type, *phrases_and_fn):
+        *phrases, fn = phrases_and_fn
+        before = _listing(tmp_path)
+        with pytest.raises(exc_type) as info:
+            fn()
+        for phrase in phrases:
+            assert phrase in str(info.value), f"{phrase!r} not in {str(info.value)!r}"
+        assert _listing(tmp_path) == before, "an error left files behind"
+        return str(info.value)
+
+    return check
+
+
+# -- layouts ---------------------------------------------------------------------------------------------
+def test_wide_table_with_datetimes():
+    obs = read_observations(_wide(), id_column="id")
+    assert len(obs) == 2 and list(obs.series_ids) == ["p1", "p2"]  # ordered by id
+    assert obs.variables == ("HR", "SBP", "Temp") and obs.time_unit == pd.Timedelta(hours=1)
+    assert list(obs.origins) == [pd.Timestamp("2021-01-01 00:00"), pd.Timestamp("2021-03-01 08:00")]
+    p1 = obs.series(0)
+    np.testing.assert_allclose(p1.time, [0.0, 0.0, 1 / 6, 2.0], rtol=1e-12)  # hours since p1's first timestamp
+    assert [obs.variables[v] for v in p1.variable] == ["HR", "SBP", "Temp", "HR"]
+    np.testing.assert_array_equal(p1.value, [70.0, 110.0, 37.0, 72.0])
+    assert obs.read_counts["observations"] == 10 and obs.read_counts["empty_skipped"] == 8
+
+
+def test_wide_and_long_give_the_same_set(tmp_path):
+    wide = _wide()
+    from_wide = read_observations(wide, id_column="id")
+    long = _long_from(wide)
+    from_long = read_observations(
+        long, id_column="id", variable_column="variable", value_column="value", columns=["HR", "SBP", "Temp"]
+    )
+    _assert_same(from_wide, from_long)
+    assert list(from_wide.origins) == list(from_long.origins)
+    path = tmp_path / "long.csv"  # and from a file
+    long.to_csv(path, index=False)
+    _assert_same(from_wide, read_observations(path, id_column="id", variable_column="variable", value_column="value",
+                                              columns=["HR", "SBP", "Temp"]))
+
+
+def test_long_layout_default_variables_are_sorted_names():
+    obs = read_observations(_long_from(_wide()), id_column="id", variable_column="variable", value_column="value")
+    assert obs.variables == ("HR", "SBP", "Temp")
+
+
+def test_to_frame_round_trips():
+    obs = read_observations(_wide(), id_column="id")
+    long = obs.to_frame("long")
+    assert list(long.columns) == ["id", "time", "variable", "value"] and len(long) == obs.n_observations
+    back = read_observations(long, id_column="id", variable_column="variable", value_column="value",
+                             columns=list(obs.variables))
+    _assert_same(obs, back)
+    assert back.time_unit is None and back.origins is None  # numeric times are taken as given
+    wide = obs.to_frame("wide")
+    assert wide.shape == (6, 5) and int(wide[list(obs.variables)].notna().sum().sum()) == obs.n_observations
+    _assert_same(obs, read_observations(wide, id_column="id"))
+
+
+def test_numeric_times_are_taken_as_given():
+    frame = pd.DataFrame({"stay": [7, 7, 7, 9], "hours": [0.5, 1.25, 30.0, 2.0], "x": [1.0, 2.0, 3.0, 4.0]})
+    obs = read_observations(frame, id_column="stay", time_column="hours")
+    assert obs.series_ids.dtype == np.int64 and list(obs.series_ids) == [7, 9]
+    np.testing.assert_array_equal(obs.time, [0.5, 1.25, 30.0, 2.0])
+    assert obs.time_unit is None and obs.origins is None
+
+
+def test_one_series_when_no_id_column_and_other_time_units():
+    frame = _wide().query("id == 'p1'").drop(columns="id")
+    obs = read_observations(frame, time_unit="min")
+    assert len(obs) == 1
+    np.testing.assert_allclose(obs.time, [0, 0, 10, 120], rtol=1e-12)
+    np.testing.assert_allclose(read_observations(frame, time_unit="15min").time, [0, 0, 10 / 15, 8], rtol=1e-12)
+
+
+# -- no value invented, duplicates -----------------------------------------------------------------------
+@pytest.mark.parametrize("policy", ["mean", "first", "last"])
+def test_observations_in_equal_observations_out_minus_merged_duplicates(policy):
+    rng = np.random.default_rng(3)
+    n = 400
+    frame = pd.DataFrame({
+        "id": rng.integers(0, 5, n),
+        "time": np.sort(rng.integers(0, 40, n)).astype(float),  # many repeated (id, time, variable)
+        "variable": rng.choice(["a", "b", "c", "d"], n),
+        "value": rng.normal(size=n),
+    })
+    frame.loc[rng.random(n) < 0.1, "value"] = np.nan
+    obs = read_observations(frame, id_column="id", variable_column="variable", value_column="value", duplicates=policy)
+    observed = frame.dropna(subset=["value"])
+    groups = observed.groupby(["id", "time", "variable"], sort=True)["value"]
+    assert obs.n_observations == groups.ngroups == len(observed) - obs.read_counts["duplicates_merged"]
+    assert obs.read_counts["empty_skipped"] == int(frame["value"].isna().sum())
+    expected = {"mean": groups.mean(), "first": groups.first(), "last": groups.last()}[policy]
+    out = obs.to_frame().set_index(["id", "time", "variable"])["value"].sort_index()
+    assert list(out.index) == list(expected.index)  # exactly the observed (id, time, variable): nothing added
+    np.testing.assert_allclose(out.to_numpy(), expected.to_numpy(), rtol=1e-12, atol=1e-15)
+
+
+def test_rows_are_sorted_by_series_time_variable():
+    obs = read_observations(_long_from(_wide()), id_column="id", variable_column="variable", value_column="value")
+    series = obs.series_index
+    key = np.lexsort((obs.variable, obs.time, series))
+    np.testing.assert_array_equal(key, np.arange(obs.n_observations))
+
+
+def test_duplicates_error_names_the_rows(raises):
+    frame = pd.DataFrame({"id": [1, 1], "time": [0.0, 0.0], "variable": ["x", "x"], "value": [1.0, 2.0]})
+    raises(DataError, "repeat a (series, time, variable)", "row 0 and row 1", "duplicates='mean'",
+           lambda: read_observations(frame, id_column="id", variable_column="variable", value_column="value",
+                                     duplicates="error"))
+
+
+# -- set operations and storage --------------------------------------------------------------------------
+def test_subset_select_variables_and_thin():
+    obs = read_observations(_wide(), id_column="id")
+    sub = obs.subset([0])
+    assert list(sub.series_ids) == ["p1"] and sub.n_observations == 4 and list(sub.origins) == [obs.origins[0]]
+    np.testing.assert_array_equal(sub.value, obs.series(0).value)
+    swapped = obs.subset([1, 0])
+    assert list(swapped.series_ids) == ["p2", "p1"] and swapped.n_observations == obs.n_observations
+    np.testing.assert_array_equal(swapped.series(1).time, obs.series(0).time)
+    only = obs.select_variables(["Temp", "HR"])
+    assert only.variables == ("Temp", "HR") and only.n_observations == 3 + 4
+    assert set(only.to_frame()["variable"]) == {"Temp", "HR"}
+    big = ObservationSet(
+        series_ids=np.array([0]), offsets=np.array([0, 10000]), time=np.repeat(np.arange(2500.0), 4),
+        variable=np.tile(np.arange(4), 2500), value=np.arange(10000.0), variables=("a", "b", "c", "d"),
+    )
+    rows = big.thin(0.3, seed=1, by="time")
+    kept_times = np.unique(rows.time)
+    assert 0.25 < len(kept_times) / 2500 < 0.35 and rows.n_observations == 4 * len(kept_times)  # whole rows
+    single = big.thin(0.3, seed=1, by="observation")
+    assert 0.27 < single.n_observations / 10000 < 0.33
+    np.testing.assert_array_equal(big.thin(0.3, seed=1).value, rows.value)  # the seed fixes the draw
+
+
+def test_npz_round_trip_and_atomic_write(tmp_path, monkeypatch):
+    obs = read_observations(_wide(), id_column="id")
+    path = obs.save_npz(tmp_path / "obs.npz")
+    back = ObservationSet.load_npz(path)
+    _assert_same(obs, back)
+    _assert_same(obs, ObservationSet.load_npz(obs.save_npz(tmp_path / "stored.npz", compress=False)))
+    (tmp_path / "stored.npz").unlink()
+    assert list(back.origins) == list(obs.origins) and back.time_unit == obs.time_unit
+    assert back.read_counts == obs.read_counts and back.source == obs.source
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["obs.npz"]
+
+    def broken(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(np.lib.format, "write_array", broken)
+    with pytest.raises(OSError, match="disk full"):
+        obs.save_npz(tmp_path / "other.npz")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["obs.npz"]  # no partial file
+
+
+def test_truncated_npz_is_a_data_error(tmp_path):
+    path = read_observations(_wide(), id_column="id").save_npz(tmp_path / "obs.npz")
+    path.write_bytes(path.read_bytes()[:100])
+    with pytest.raises(DataError, match="not a readable ObservationSet file"):
+        ObservationSet.load_npz(path)
+
+
+def test_a_set_must_be_sorted_and_finite():
+    fields = dict(series_ids=np.array([0]), offsets=np.array([0, 3]), variables=("a", "b"))
+    with pytest.raises(DataError, match="sorted by \\(series, time, variable\\)"):
+        ObservationSet(time=np.array([0.0, 2.0, 1.0]), variable=np.array([0, 0, 0]), value=np.ones(3), **fields)
+    with pytest.raises(DataError, match="at most one observation per"):
+        ObservationSet(time=np.array([0.0, 1.0, 1.0]), variable=np.array([0, 1, 1]), value=np.ones(3), **fields)
+    with pytest.raises(DataError, match="must be finite"):
+        ObservationSet(time=np.array([0.0, 1.0, 2.0]), variable=np.array([0, 1, 1]), value=np.array([1, np.nan, 1]),
+                       **fields)
+    with pytest.raises(DataError, match="offsets must be"):
+        ObservationSet(time=np.zeros(3), variable=np.array([0, 1, 1]), value=np.ones(3),
+                       **{**fields, "offsets": np.array([0, 2])})
+
+
+def test_arrays_are_read_only():
+    obs = read_observations(_wide(), id_column="id")
+    with pytest.raises(ValueError):
+        obs.value[0] = 1.0
+
+
+# -- bad input ---------------------------------------------------------------------------------------------
+def test_missing_id_column_names_the_columns(raises):
+    raises(DataError, "id column 'patient' is not in the data", "['id', 'time', 'HR', 'SBP', 'Temp']",
+           "id_column=None", lambda: read_observations(_wide(), id_column="patient"))
+
+
+def test_missing_time_column_names_the_columns(raises):
+    frame = _wide().rename(columns={"time": "when"})
+    raises(DataError, "no time column found", "'when'", "time_column=",
+           lambda: read_observations(frame, id_column="id"))
+
+
+def test_unparseable_times_show_examples_and_rows(raises):
+    frame = _wide()
+    frame.loc[4, "time"] = "2021-13-45 99:00"
+    raises(DataError, "could not be parsed", "'2021-13-45 99:00' at row 4", "time_format=",
+           lambda: read_observations(frame, id_column="id"))
+
+
+def test_times_going_back_within_a_series(raises, make_csv):
+    frame = _wide().iloc[[0, 1, 2, 4, 3, 5]]  # p1's 02:00 row before its 00:10 row
+    path = make_csv(frame)
+    msg = raises(DataError, "times go back within series 'p1'", "row 4 (line 6)", "sort=True",
+                 lambda: read_observations(path, id_column="id"))
+    assert "comes after row 3" in msg
+    _assert_same(read_observations(frame, id_column="id", sort=True), read_observations(_wide(), id_column="id"))
+
+
+def test_interleaved_series_are_fine():
+    interleaved = _wide().iloc[[0, 2, 1, 3, 4, 5]]  # p2, p1, p2, p1, p1, p2: each series in time order
+    _assert_same(read_observations(interleaved, id_column="id"), read_observations(_wide(), id_column="id"))
+
+
+def test_text_in_the_value_column(raises):
+    long = _long_from(_wide()).astype({"value": object})
+    long.iloc[2, long.columns.get_loc("value")] = "n/a"
+    raises(DataError, "column 'value' is numeric but 1 cell(s) hold text", "'n/a'", "na_values=",
+           lambda: read_observations(long, id_column="id", variable_column="variable", value_column="value"))
+    ok = read_observations(long, id_column="id", variable_column="variable", value_column="value", na_values=["n/a"])
+    assert ok.n_observations == 9 and ok.read_counts["empty_skipped"] == 1
+
+
+def test_text_in_a_wide_variable_column(raises):
+    frame = _wide().astype({"HR": object})
+    frame.loc[0, "HR"] = "high"
+    raises(DataError, "column 'HR' is numeric but 1 cell(s) hold text", "'high' at row 0",
+           lambda: read_observations(frame, id_column="id"))
+
+
+def test_empty_tables(raises, make_csv):
+    empty, header_only = make_csv("", "empty.csv"), make_csv("id,time,x\n", "header.csv")
+    raises(DataError, "is empty", lambda: read_observations(empty))
+    raises(DataError, "no data rows", lambda: read_observations(header_only, id_column="id"))
+    raises(DataError, "no data rows", lambda: read_observations(_wide().iloc[:0], id_column="id"))
+    raises(DataFileNotFoundError, "not found", lambda: read_observations(empty.parent / "absent.csv"))
+    all_empty = _wide().assign(HR=np.nan, SBP=np.nan, Temp=np.nan)
+    raises(DataError, "no numeric variable columns", lambda: read_observations(all_empty, id_column="id"))
+
+
+def test_nan_ids(raises, make_csv):
+    frame = _wide()
+    frame.loc[[2, 5], "id"] = np.nan
+    path = make_csv(frame)
+    raises(DataError, "id column 'id' has 2 empty cell(s)", "row 2 (line 4), row 5 (line 7)", "fill or remove",
+           lambda: read_observations(path, id_column="id"))
+
+
+def test_long_layout_needs_both_columns(raises):
+    raises(DataError, "needs both variable_column and value_column", "pass value_column=",
+           lambda: read_observations(_long_from(_wide()), id_column="id", variable_column="variable"))
+    raises(DataError, "value_column 'val' is not in the data",
+           lambda: read_observations(_long_from(_wide()), id_column="id", variable_column="variable", value_column="val"))
+
+
+def test_infinite_values_and_nan_times(raises):
+    frame = _wide()
+    frame.loc[1, "SBP"] = np.inf
+    raises(DataError, "infinite value", "'SBP' at row 1", lambda: read_observations(frame, id_column="id"))
+    numeric = pd.DataFrame({"id": [1, 1], "t": [0.0, np.nan], "x": [1.0, 2.0]})
+    raises(DataError, "time column 't' has 1 empty or infinite cell(s)", "row 1",
+           lambda: read_observations(numeric, id_column="id", time_column="t"))
+
+
+def test_bad_options(raises):
+    raises(DataError, "`duplicates` must be one of", lambda: read_observations(_wide(), id_column="id", duplicates="keep"))
+    raises(DataError, "time_unit must be a positive duration", lambda: read_observations(_wide(), time_unit="fortnight"))
+    raises(DataError, "must be different columns", lambda: read_observations(_wide(), id_column="time"))
