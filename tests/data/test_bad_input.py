@@ -133,8 +133,7 @@ def test_single_timestamp(make_csv, raises):
 # -- the values -----------------------------------------------------------------------------------------
 def test_nan_values(make_csv, raises):
     path = make_csv("date,a,OT\n2021-01-01 00:00,1,\n2021-01-01 01:00,,2\n2021-01-01 02:00,1,\n")
-    msg = raises(DataError, "3 missing value(s)", "'OT': 2", "'a': 1", "missing='interpolate'", "missing='ffill'",
-                 _setup(str(path)))
+    msg = raises(DataError, "3 missing value(s)", "'OT': 2", "'a': 1", "missing='ffill'", _setup(str(path)))
     assert "row 0 (line 2)" in msg
 
 
@@ -172,7 +171,7 @@ def test_unknown_value_column(hourly_frame, raises):
 def test_all_missing_column_cannot_be_filled(hourly_frame, raises):
     frame = hourly_frame(20)
     frame["b"] = np.nan
-    raises(DataError, "have no values at all", "columns=", _setup(frame, missing="interpolate",
+    raises(DataError, "have no values at all", "columns=", _setup(frame, missing="ffill",
                                                                   columns=["a", "b", "OT"]))
     # not named in columns=: an empty column is dropped like a text column
     assert read_series(frame).dropped_columns == ("b",)
@@ -259,5 +258,5 @@ def test_read_series_never_modifies_a_dataframe(hourly_frame):
     frame = hourly_frame(30)
     frame.loc[3, "a"] = -9999.0
     before = frame.copy()
-    read_series(frame, na_values=[-9999], missing="interpolate")
+    read_series(frame, na_values=[-9999], missing="ffill")
     pd.testing.assert_frame_equal(frame, before)
