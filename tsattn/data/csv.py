@@ -400,7 +400,7 @@ def _warn_long_steps(ts_ns: np.ndarray, timestamps: pd.DatetimeIndex, position: 
     long = np.flatnonzero(steps > LARGE_STEP_RATIO * step.value)
     if long.size == 0:
         return
-    worst = long[np.argsort(steps[long], kind="stable")[::-1][:_SHOW]]
+    worst = long[np.lexsort((long, -steps[long]))[:_SHOW]]  # longest first, then earliest
     listed = "; ".join(
         f"{pd.Timedelta(int(steps[i]), unit='ns')} from {row_label(int(position[i]))} ({timestamps[i]}) to "
         f"{row_label(int(position[i + 1]))} ({timestamps[i + 1]})"
