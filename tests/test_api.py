@@ -8,7 +8,6 @@ relative tolerance of 1e-6 (means of thousands of fp32 terms).
 """
 import os
 
-import lightning.pytorch as pl
 import numpy as np
 import pandas as pd
 import pytest

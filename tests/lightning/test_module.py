@@ -149,6 +149,8 @@ def test_resume_from_checkpoint_repeats_an_uninterrupted_run(tmp_path, frame, ti
             t.save_checkpoint(save)
         return module.state_dict()
 
+    # exact: both runs take the same steps on the same bits in one process at one thread count, so
+    # any difference is state the checkpoint failed to restore
     straight = run(3)
     ckpt = tmp_path / "epoch1.ckpt"
     run(1, save=ckpt)

@@ -84,6 +84,9 @@ class ForecastModule(pl.LightningModule):
         rope: rotary position embedding on knot times.
         model_kwargs: further keyword arguments of the model class (e.g. ``{"d_model": 16}``).
         target_index: positions of the forecast channels among the inputs (``"MS"``/``"S"``); None = all.
+            With a channel-independent model (``channel_independent``), ``"MS"`` keeps the target's
+            forecast from the target's own history: the other inputs cannot inform it (fitting
+            warns and names ``features="S"``).
         loss: ``"mse"``, ``"mae"`` or ``"huber"``.
         huber_delta: the Huber loss threshold (scaled units).
         lr: Adam learning rate.
@@ -151,7 +154,7 @@ class ForecastModule(pl.LightningModule):
         scaler = getattr(dm, "scaler", None) if dm is not None else None
         if scaler is not None:
             self.use_scaler(scaler)
-        if dm is not None and stage == "fit" and hasattr(dm, "channel_names"):
+        if dm is not None and stage == "fit" and hasattr(dm, "reading_options"):
             self.data_info = data_info(dm)
         if dm is not None and stage == "fit" and getattr(dm, "features", None) == "MS" and self.channel_independent:
             warnings.warn(
