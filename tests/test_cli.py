@@ -10,6 +10,7 @@ import pytest
 import torch
 import yaml
 
+from tsattn import Forecaster
 from tsattn.cli import build_cli, main
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -54,6 +55,11 @@ def test_fit_then_test_from_a_yaml_file(experiment):
     metrics = cli.trainer.callback_metrics
     assert {"test_mse", "test_mae", "test_mse_orig", "test_mae_orig"} <= set(metrics)
     assert torch.isfinite(metrics["test_mse"])
+    # the CLI's checkpoint carries what the fit learnt: the API forecasts from it, from the stored path
+    loaded = Forecaster.load(ckpt)
+    assert loaded.module.data_info["source"] == str(tmp / "series.csv")
+    assert loaded.module.data_info["time_unit_ns"] == pd.Timedelta("15min").value
+    assert loaded.predict().shape == (8, 3)
 
 
 def test_dotted_overrides_and_print_config(experiment, capsys):
