@@ -32,6 +32,7 @@ def main() -> None:
     parser.add_argument("checkpoint", type=pathlib.Path)
     parser.add_argument("--attention", choices=["softmax", "continuous"],
                         help="evaluate with this attention instead of the trained one (same weights)")
+    parser.add_argument("--accelerator", default="auto", help="where to evaluate (default: auto, a GPU if there is one)")
     parser.add_argument("--tag", default="", help="free text stored with the result")
     parser.add_argument("--out", type=pathlib.Path, default=ROOT / "benchmarks" / "results" / "runs.jsonl")
     args = parser.parse_args()
@@ -44,7 +45,7 @@ def main() -> None:
         trained = next(m.attention for m in f.module.modules() if isinstance(m, MultiHeadAttention))
         if args.attention:
             set_attention(f.module, args.attention)
-        val, test = f.evaluate("val"), f.evaluate("test")
+        val, test = f.evaluate("val", accelerator=args.accelerator), f.evaluate("test", accelerator=args.accelerator)
     hp = f.module.hparams
     record = {
         "name": args.checkpoint.parent.parent.name, "dataset": (f.module.data_info or {}).get("source"),

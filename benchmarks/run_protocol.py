@@ -4,14 +4,23 @@
     python benchmarks/run_protocol.py --config configs/ETTh1/patchtst_continuous_96.yaml --epochs 30
 
 A run reads a config of ``configs/`` (default: ``configs/<dataset>/patchtst_<attention>_<horizon>.yaml``)
-for the model, schedule and data, overrides epochs / seed / attention when given, trains with
-Lightning (checkpoint on the best validation MSE, early stopping as the config says), tests the
-best checkpoint on every test window, and appends one JSON line to ``benchmarks/results/runs.jsonl``
-with the metrics, epochs, seconds per epoch, command, and git commit.
+and builds the trainer, model and data module from it exactly as ``tsattn fit --config`` does
+(``tsattn.cli.build_cli``): every trainer, model and data option of the config takes effect. The
+command-line overrides below change the config before it is built; then the run trains, tests the
+best validation checkpoint on every test window, and appends one JSON line to
+``benchmarks/results/runs.jsonl`` with the metrics, epochs, steps, seconds per epoch, command and
+git commit.
+
+What the runner adds to a config: each run lives in ``runs/<name>/`` (``--runs-dir``; this replaces
+``trainer.default_root_dir``, so that seeds and variants of one config do not share a folder), a
+``CSVLogger`` there when the config sets no logger, no progress bar unless the config asks for
+one, an ``EpochTimer``, and a ``ModelCheckpoint`` on ``val_mse`` when the config has none (the
+test uses the best validation checkpoint).
 """
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
 import pathlib
@@ -19,6 +28,7 @@ import platform
 import subprocess
 import sys
 import time
+from typing import Any, Optional, Sequence
 
 import torch
 import yaml
@@ -26,23 +36,10 @@ import yaml
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import lightning.pytorch as pl  # noqa: E402
-from lightning.pytorch.callbacks import Callback, EarlyStopping, ModelCheckpoint  # noqa: E402
-from lightning.pytorch.loggers import CSVLogger  # noqa: E402
+from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint  # noqa: E402
 
-from tsattn.data import CSVDataModule  # noqa: E402
-from tsattn.lightning import AttentionSwitch, ForecastModule  # noqa: E402
-
-
-class EpochTimer(Callback):
-    def __init__(self) -> None:
-        self.seconds: list[float] = []
-
-    def on_train_epoch_start(self, trainer, pl_module) -> None:
-        self._start = time.perf_counter()
-
-    def on_train_epoch_end(self, trainer, pl_module) -> None:
-        self.seconds.append(time.perf_counter() - self._start)
+from tsattn.cli import build_cli  # noqa: E402
+from tsattn.lightning import EpochTimer  # noqa: E402
 
 
 def git_commit() -> str:
@@ -55,86 +52,139 @@ def git_commit() -> str:
         return "unknown"
 
 
-def main() -> None:
+def data_arguments(config: dict[str, Any]) -> dict[str, Any]:
+    """The data module's arguments in a config (under ``init_args`` when ``data`` names a ``class_path``)."""
+    data = config.setdefault("data", {})
+    return data.setdefault("init_args", {}) if "class_path" in data else data
+
+
+def _is(entry: Any, name: str) -> bool:
+    return isinstance(entry, dict) and str(entry.get("class_path", "")).endswith(name)
+
+
+def apply_overrides(config: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    """A copy of ``config`` with the command line's overrides applied (nothing else changes)."""
+    config = copy.deepcopy(config)
+    trainer, model, data = config.setdefault("trainer", {}), config.setdefault("model", {}), data_arguments(config)
+    if args.attention:
+        model["attention"] = args.attention
+    if args.sink:
+        model["sink"] = args.sink
+    if args.rope:
+        model["rope"] = True
+    if args.model_kwargs:
+        model["model_kwargs"] = {**(model.get("model_kwargs") or {}), **args.model_kwargs}
+    if args.seed is not None:
+        config["seed_everything"] = args.seed
+    seed = config.get("seed_everything", 2021)
+    model["seed"] = data["seed"] = seed
+    if args.epochs:
+        trainer["max_epochs"] = args.epochs
+    if args.accelerator:
+        trainer["accelerator"] = args.accelerator
+    callbacks = trainer.setdefault("callbacks", [])
+    if args.patience is not None:
+        stops = [c for c in callbacks if _is(c, "EarlyStopping")]
+        for c in stops:
+            c.setdefault("init_args", {})["patience"] = args.patience
+        if not stops:
+            callbacks.append({"class_path": "lightning.pytorch.callbacks.EarlyStopping",
+                              "init_args": {"monitor": "val_mse", "mode": "min", "patience": args.patience}})
+    if args.switch_epoch is not None:
+        model["attention"] = "softmax"
+        callbacks.append({"class_path": "tsattn.lightning.AttentionSwitch",
+                          "init_args": {"epoch": args.switch_epoch, "attention": "continuous"}})
+    return config
+
+
+def run_name(config: dict[str, Any], switch_epoch: Optional[int]) -> str:
+    model, data = config.get("model", {}), data_arguments(config)
+    dataset = str(data.get("data", "data"))
+    dataset = pathlib.Path(dataset).stem if ("/" in dataset or dataset.endswith(".csv")) else dataset
+    name = (f"{dataset}_{model.get('model', 'patchtst')}_{model.get('attention', 'softmax')}_h{data.get('horizon')}"
+            f"_s{config.get('seed_everything')}")
+    return name if switch_epoch is None else f"{name}_switch{switch_epoch}"
+
+
+def add_run_plumbing(config: dict[str, Any], root: pathlib.Path) -> dict[str, Any]:
+    """Place the run in ``root`` and add what the record needs (see the module docstring)."""
+    trainer = config.setdefault("trainer", {})
+    trainer["default_root_dir"] = str(root)
+    if trainer.get("logger") is None or trainer.get("logger") is True:
+        trainer["logger"] = {"class_path": "lightning.pytorch.loggers.CSVLogger",
+                             "init_args": {"save_dir": str(root), "name": "logs"}}
+    trainer.setdefault("enable_progress_bar", False)
+    callbacks = trainer.setdefault("callbacks", [])
+    if not any(_is(c, "ModelCheckpoint") for c in callbacks):
+        callbacks.append({"class_path": "lightning.pytorch.callbacks.ModelCheckpoint",
+                          "init_args": {"monitor": "val_mse", "mode": "min", "save_top_k": 1}})
+    callbacks.append({"class_path": "tsattn.lightning.EpochTimer"})
+    return config
+
+
+def main(argv: Optional[Sequence[str]] = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", type=pathlib.Path)
     parser.add_argument("--dataset", default="ETTh1")
     parser.add_argument("--attention", choices=["softmax", "continuous"])
     parser.add_argument("--horizon", type=int, default=96)
     parser.add_argument("--epochs", type=int, help="override trainer.max_epochs")
-    parser.add_argument("--patience", type=int, help="override the early-stopping patience")
+    parser.add_argument("--patience", type=int, help="override the early-stopping patience (adds early stopping)")
     parser.add_argument("--seed", type=int, help="override every seed of the config")
     parser.add_argument("--sink", choices=["zeros", "first", "learned"])
     parser.add_argument("--rope", action="store_true", help="turn RoPE on")
     parser.add_argument("--switch-epoch", type=int, help="train softmax, switch to continuous at this epoch")
     parser.add_argument("--model-kwargs", type=json.loads, default={}, help='JSON, e.g. \'{"head_dropout": 0}\'')
+    parser.add_argument("--accelerator", help="override trainer.accelerator (default: the config's)")
     parser.add_argument("--threads", type=int, help="torch.set_num_threads")
     parser.add_argument("--tag", default="", help="free text stored with the result")
+    parser.add_argument("--runs-dir", type=pathlib.Path, default=ROOT / "runs", help="runs go to <runs-dir>/<name>/")
     parser.add_argument("--out", type=pathlib.Path, default=ROOT / "benchmarks" / "results" / "runs.jsonl")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     commit = git_commit()  # the code this run imports; HEAD may move while it trains
     if args.threads:
         torch.set_num_threads(args.threads)
 
-    attention = args.attention or "softmax"
-    path = args.config or ROOT / "configs" / args.dataset / f"patchtst_{attention}_{args.horizon}.yaml"
-    cfg = yaml.safe_load(path.read_text())
-    model_cfg, data_cfg, trainer_cfg = dict(cfg["model"]), dict(cfg["data"]), dict(cfg["trainer"])
-    if args.attention:
-        model_cfg["attention"] = args.attention
-    if args.sink:
-        model_cfg["sink"] = args.sink
-    if args.rope:
-        model_cfg["rope"] = True
-    model_cfg["model_kwargs"] = {**(model_cfg.get("model_kwargs") or {}), **args.model_kwargs}
-    seed = args.seed if args.seed is not None else cfg.get("seed_everything", 2021)
-    model_cfg["seed"] = data_cfg["seed"] = seed
-    if args.switch_epoch is not None:
-        model_cfg["attention"] = "softmax"
-    max_epochs = args.epochs or trainer_cfg.get("max_epochs", 100)
-    patience = args.patience
-    if patience is None:
-        patience = next((c["init_args"]["patience"] for c in trainer_cfg.get("callbacks", [])
-                         if c["class_path"].endswith("EarlyStopping")), max_epochs)
+    path = args.config or ROOT / "configs" / args.dataset / f"patchtst_{args.attention or 'softmax'}_{args.horizon}.yaml"
+    config = apply_overrides(yaml.safe_load(path.read_text()), args)
+    name = run_name(config, args.switch_epoch)
+    config = add_run_plumbing(config, args.runs_dir / name)
 
-    pl.seed_everything(seed, workers=True)
-    dm = CSVDataModule(**data_cfg)
-    dm.setup("fit")
-    module = ForecastModule(n_channels=dm.n_channels_in, lookback=dm.lookback, horizon=dm.horizon,
-                            target_index=dm.target_index, **model_cfg)
-    name = f"{dm.hparams['data']}_{model_cfg['model']}_{model_cfg['attention']}_h{dm.horizon}_s{seed}"
-    if args.switch_epoch is not None:
-        name += f"_switch{args.switch_epoch}"
-    root = ROOT / "runs" / name
-    timer = EpochTimer()
-    checkpoint = ModelCheckpoint(dirpath=root / "checkpoints", monitor="val_mse", mode="min", save_top_k=1)
-    callbacks = [checkpoint, EarlyStopping(monitor="val_mse", mode="min", patience=patience), timer]
-    if args.switch_epoch is not None:
-        callbacks.append(AttentionSwitch(args.switch_epoch, "continuous"))
-    trainer = pl.Trainer(max_epochs=max_epochs, deterministic=True, callbacks=callbacks,
-                         logger=CSVLogger(root, name="logs"), enable_progress_bar=False, accelerator="cpu")
+    cli = build_cli(config, run=False)  # what `tsattn fit --config` builds
+    trainer, module, dm = cli.trainer, cli.model, cli.datamodule
+    timer = next(c for c in trainer.callbacks if isinstance(c, EpochTimer))
+    checkpoints = [c for c in trainer.callbacks if isinstance(c, ModelCheckpoint)]
+    checkpoint = next((c for c in checkpoints if c.monitor == "val_mse"), checkpoints[0])
+    stop = next((c for c in trainer.callbacks if isinstance(c, EarlyStopping)), None)
     start = time.perf_counter()
     trainer.fit(module, datamodule=dm)
     fit_seconds = time.perf_counter() - start
-    test = trainer.test(module, datamodule=dm, ckpt_path=checkpoint.best_model_path, verbose=False)[0]
-    best_epoch = int(torch.load(checkpoint.best_model_path, weights_only=True, map_location="cpu")["epoch"])
+    best = checkpoint.best_model_path or checkpoint.last_model_path
+    test = trainer.test(module, datamodule=dm, ckpt_path=best, verbose=False)[0]
+    best_epoch = int(torch.load(best, weights_only=True, map_location="cpu")["epoch"])
+    hp = module.hparams
     record = {
-        "name": name, "dataset": dm.hparams["data"], "model": model_cfg["model"],
-        "attention": model_cfg["attention"], "sink": model_cfg["sink"], "rope": model_cfg["rope"],
-        "switch_epoch": args.switch_epoch, "horizon": dm.horizon, "lookback": dm.lookback, "seed": seed,
-        "epochs_run": trainer.current_epoch, "best_epoch": best_epoch + 1, "max_epochs": max_epochs,
-        "patience": patience, "best_val_mse": float(checkpoint.best_model_score),
+        "name": name, "dataset": data_arguments(config).get("data"), "model": hp.model,
+        "attention": hp.attention, "sink": hp.sink, "rope": hp.rope,
+        "switch_epoch": args.switch_epoch, "horizon": hp.horizon, "lookback": hp.lookback,
+        "seed": config.get("seed_everything"),
+        "epochs_run": trainer.current_epoch, "best_epoch": best_epoch + 1, "max_epochs": trainer.max_epochs,
+        "train_steps": trainer.global_step, "patience": None if stop is None else stop.patience,
+        "best_val_mse": None if checkpoint.best_model_score is None else float(checkpoint.best_model_score),
         **{k: float(v) for k, v in test.items()},
         "seconds_per_epoch_median": sorted(timer.seconds)[len(timer.seconds) // 2] if timer.seconds else None,
-        "fit_seconds": fit_seconds, "config": str(path.relative_to(ROOT)) if path.is_absolute() else str(path),
-        "model_kwargs": model_cfg["model_kwargs"], "command": " ".join(sys.argv), "commit": commit,
-        "torch": torch.__version__, "threads": torch.get_num_threads(), "machine": platform.machine(),
+        "fit_seconds": fit_seconds,
+        "config": str(path.resolve().relative_to(ROOT)) if path.resolve().is_relative_to(ROOT) else str(path),
+        "model_kwargs": hp.model_kwargs, "command": " ".join(sys.argv if argv is None else ["run_protocol.py", *argv]),
+        "commit": commit, "torch": torch.__version__, "threads": torch.get_num_threads(),
+        "accelerator": type(trainer.accelerator).__name__, "machine": platform.machine(),
         "date": time.strftime("%Y-%m-%d %H:%M"), "tag": args.tag,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with open(args.out, "a") as fh:
         fh.write(json.dumps(record) + "\n")
     print(json.dumps(record, indent=1))
+    return record
 
 
 if __name__ == "__main__":

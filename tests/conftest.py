@@ -24,13 +24,25 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    """Tests use tiny tensors: one intra-op thread beats two contending ones. Restored afterwards."""
+@pytest.fixture(scope="session", autouse=True)
+def _one_torch_thread_everywhere():
+    """One intra-op thread for the whole session, module- and session-scoped fixtures included
+    (they are set up before function-scoped fixtures). fp32 results depend on the thread count
+    (it changes how reductions are split), so a model a fixture fits and one a test fits must see
+    the same count to be comparable. Restored at the end."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread(_one_torch_thread_everywhere):
+    """Tests use tiny tensors: one intra-op thread beats two contending ones (and a test that
+    changes the count does not leak it into the next)."""
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(1)
 
 
 def _synthetic_frame(rows: int = 900, seed: int = 0) -> pd.DataFrame:

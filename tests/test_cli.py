@@ -1,4 +1,5 @@
 """The `tsattn` console script: LightningCLI configs, overrides, links from the data, shipped configs."""
+import os
 import pathlib
 import subprocess
 import sys
@@ -9,7 +10,8 @@ import pytest
 import torch
 import yaml
 
-from tsattn.cli import main
+from tsattn import Forecaster
+from tsattn.cli import build_cli, main
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CONFIGS = sorted((ROOT / "configs").glob("*/*.yaml"))
@@ -43,16 +45,21 @@ def experiment(tmp_path):
 def test_fit_then_test_from_a_yaml_file(experiment):
     torch.set_num_threads(1)
     config, tmp = experiment
-    cli = main(["fit", "--config", str(config)])
+    cli = build_cli(["fit", "--config", str(config)])
     # values only the data knows are linked into the model
     assert cli.model.hparams.n_channels == 3 and cli.model.hparams.lookback == 32 and cli.model.hparams.horizon == 8
     assert cli.model.hparams.target_index == [0, 1, 2]
     ckpt = tmp / "ckpt" / "best.ckpt"
     assert ckpt.is_file()
-    cli = main(["test", "--config", str(config), "--ckpt_path", str(ckpt)])
+    cli = build_cli(["test", "--config", str(config), "--ckpt_path", str(ckpt)])
     metrics = cli.trainer.callback_metrics
     assert {"test_mse", "test_mae", "test_mse_orig", "test_mae_orig"} <= set(metrics)
     assert torch.isfinite(metrics["test_mse"])
+    # the CLI's checkpoint carries what the fit learnt: the API forecasts from it, from the stored path
+    loaded = Forecaster.load(ckpt)
+    assert loaded.module.data_info["source"] == str(tmp / "series.csv")
+    assert loaded.module.data_info["time_unit_ns"] == pd.Timedelta("15min").value
+    assert loaded.predict().shape == (8, 3)
 
 
 def test_dotted_overrides_and_print_config(experiment, capsys):
@@ -63,7 +70,8 @@ def test_dotted_overrides_and_print_config(experiment, capsys):
     assert exit_info.value.code == 0
     printed = yaml.safe_load(capsys.readouterr().out)
     assert printed["model"]["attention"] == "softmax"
-    assert printed["data"]["horizon"] == 4
+    assert printed["data"]["class_path"] == "tsattn.data.CSVDataModule"  # the default data module class
+    assert printed["data"]["init_args"]["horizon"] == 4
     assert "horizon" not in printed["model"]  # linked from data, not set twice
 
 
@@ -83,7 +91,8 @@ def test_shipped_configs_parse(config, capsys):
     printed = yaml.safe_load(capsys.readouterr().out)
     attention = config.stem.split("_")[1]
     assert printed["model"]["attention"] == attention
-    assert printed["data"]["data"] == config.parent.name and printed["data"]["lookback"] == 336
+    data = printed["data"]["init_args"]
+    assert data["data"] == config.parent.name and data["lookback"] == 336
 
 
 def test_shipped_configs_cover_the_benchmarks():
@@ -93,7 +102,44 @@ def test_shipped_configs_cover_the_benchmarks():
             assert (dataset, f"patchtst_{attention}_96") in names
 
 
+def test_data_module_class_is_selectable(experiment):
+    """`data:` with an explicit class_path (here the default class, spelt out) builds that class."""
+    config, _ = experiment
+    content = yaml.safe_load(config.read_text())
+    content["data"] = {"class_path": "tsattn.data.CSVDataModule", "init_args": content["data"]}
+    cli = build_cli(content, run=False)
+    assert type(cli.datamodule).__name__ == "CSVDataModule" and cli.model.hparams.n_channels == 3
+
+
+def _launchers():
+    """How a user starts the CLI: the installed console script (when it imports this tree's tsattn)
+    and `python -m tsattn.cli`. Both run with this tree first on PYTHONPATH."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    launchers = [("python -m tsattn.cli", [sys.executable, "-m", "tsattn.cli"])]
+    script = pathlib.Path(sys.executable).with_name("tsattn")
+    if script.is_file():
+        launchers.insert(0, ("console script", [str(script)]))
+    return env, launchers
+
+
+def test_console_script_exits_0_after_a_successful_fit(experiment):
+    config, tmp = experiment
+    env, launchers = _launchers()
+    for name, command in launchers:
+        if name == "console script":  # it imports tsattn through its interpreter: make sure it is this tree
+            which = subprocess.run([sys.executable, "-c", "import tsattn; print(tsattn.__file__)"], env=env,
+                                   capture_output=True, text=True, timeout=120).stdout.strip()
+            if not which.startswith(str(ROOT)):
+                continue
+        out = subprocess.run([*command, "fit", "--config", str(config), "--trainer.fast_dev_run=true"],
+                             capture_output=True, text=True, timeout=300, cwd=tmp, env=env)
+        assert out.returncode == 0, f"{name}: exit {out.returncode}\n{out.stderr[-3000:]}"
+        assert "ForecastCLI object" not in out.stdout + out.stderr, name
+        assert "fast_dev_run" in out.stdout + out.stderr, name  # it did run the fit
+
+
 def test_console_script_help():
-    exe = pathlib.Path(sys.executable).with_name("tsattn")
-    out = subprocess.run([str(exe), "--help"], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0 and "fit" in out.stdout and "test" in out.stdout
+    env, launchers = _launchers()
+    for name, command in launchers:
+        out = subprocess.run([*command, "--help"], capture_output=True, text=True, timeout=120, env=env)
+        assert out.returncode == 0 and "fit" in out.stdout and "test" in out.stdout, name

@@ -1,5 +1,4 @@
 """Notebooks run top to bottom (in their quick mode) without errors."""
-import os
 import pathlib
 
 import nbformat

@@ -6,6 +6,8 @@ folder holding the input is unchanged afterwards.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -17,6 +19,7 @@ from tsattn.data import (
     UnknownDatasetError,
     read_series,
 )
+from tsattn.data.errors import DataWarning
 
 
 def _listing(folder):
@@ -133,8 +136,7 @@ def test_single_timestamp(make_csv, raises):
 # -- the values -----------------------------------------------------------------------------------------
 def test_nan_values(make_csv, raises):
     path = make_csv("date,a,OT\n2021-01-01 00:00,1,\n2021-01-01 01:00,,2\n2021-01-01 02:00,1,\n")
-    msg = raises(DataError, "3 missing value(s)", "'OT': 2", "'a': 1", "missing='interpolate'", "missing='ffill'",
-                 _setup(str(path)))
+    msg = raises(DataError, "3 missing value(s)", "'OT': 2", "'a': 1", "missing='ffill'", _setup(str(path)))
     assert "row 0 (line 2)" in msg
 
 
@@ -172,7 +174,7 @@ def test_unknown_value_column(hourly_frame, raises):
 def test_all_missing_column_cannot_be_filled(hourly_frame, raises):
     frame = hourly_frame(20)
     frame["b"] = np.nan
-    raises(DataError, "have no values at all", "columns=", _setup(frame, missing="interpolate",
+    raises(DataError, "have no values at all", "columns=", _setup(frame, missing="ffill",
                                                                   columns=["a", "b", "OT"]))
     # not named in columns=: an empty column is dropped like a text column
     assert read_series(frame).dropped_columns == ("b",)
@@ -259,5 +261,113 @@ def test_read_series_never_modifies_a_dataframe(hourly_frame):
     frame = hourly_frame(30)
     frame.loc[3, "a"] = -9999.0
     before = frame.copy()
-    read_series(frame, na_values=[-9999], missing="interpolate")
+    read_series(frame, na_values=[-9999], missing="ffill")
     pd.testing.assert_frame_equal(frame, before)
+
+
+# -- dates, separators, markers and headers that pandas reads without a word ------------------------------
+def _day_first_csv(make_csv, days):
+    """Hourly rows written day-first (dd/mm/yyyy HH:MM) for the given days of January 2016."""
+    stamps = pd.date_range("2016-01-01", periods=24 * days, freq="h")
+    frame = pd.DataFrame({"date": stamps.strftime("%d/%m/%Y %H:%M"), "a": np.arange(len(stamps), dtype=float),
+                          "OT": np.sin(np.arange(len(stamps)) / 5.0)})
+    return make_csv(frame)
+
+
+def test_ambiguous_day_first_dates_need_dayfirst(make_csv, raises):
+    path = _day_first_csv(make_csv, 12)  # 01/01 .. 12/01: every field <= 12
+    msg = raises(DataError, "cannot be told apart", "dayfirst=True", "dayfirst=False", "time_format=",
+                 _setup(str(path)))
+    assert "'01/01/2016 00:00'" in msg
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataWarning)  # read day-first: 12 regular days, nothing to warn about
+        table = read_series(path, dayfirst=True)
+    assert len(table) == 288 and table.timestamps[-1] == pd.Timestamp("2016-01-12 23:00")
+    assert (np.diff(table.knot_times) == 1.0).all()
+    same = read_series(path, time_format="%d/%m/%Y %H:%M")
+    assert same.timestamps.equals(table.timestamps)
+
+
+def test_month_first_reading_of_day_first_dates_warns_with_the_step_and_rows(make_csv):
+    path = _day_first_csv(make_csv, 12)
+    with pytest.warns(DataWarning, match=r"exceed 100x the median step \(0 days 01:00:00\)") as record:
+        table = read_series(path, dayfirst=False)  # January to December, as pandas alone would read it
+    assert table.timestamps[-1] == pd.Timestamp("2016-12-01 23:00")
+    message = str(record[0].message)
+    assert "11 step(s)" in message and "row 23 (line 25)" in message and "dayfirst=True" in message
+
+
+def test_day_first_is_taken_from_the_data_when_a_day_exceeds_12(make_csv):
+    table = read_series(_day_first_csv(make_csv, 20))  # 13/01/2016 onwards can only be day-first
+    assert len(table) == 480 and table.timestamps[-1] == pd.Timestamp("2016-01-20 23:00")
+
+
+def test_a_ten_year_gap_warns(hourly_frame):
+    frame = hourly_frame(200)
+    stamps = pd.to_datetime(frame["date"])
+    frame["date"] = stamps.where(frame.index < 120, stamps + pd.DateOffset(years=10))
+    with pytest.warns(DataWarning, match="1 step") as record:
+        read_series(frame)
+    assert "row 119" in str(record[0].message) and "row 120" in str(record[0].message)
+
+
+def test_thousands_separators_are_named_then_read(make_csv, raises):
+    rows = "".join(f'2021-01-01 {h:02d}:00,"{5000 + 100 * h:,}.5",{h}\n' for h in range(20))
+    path = make_csv("date,load,OT\n" + rows)
+    raises(DataError, "column 'load' holds numbers written with thousands separators", "'5,000.5'",
+           "thousands=','", _setup(str(path)))
+    table = read_series(path, thousands=",")
+    assert table.columns == ("load", "OT") and table.values[3, 0] == 5300.5
+
+
+def test_dropped_columns_are_named_in_a_warning(make_csv):
+    rows = "".join(f"2021-01-01 {h:02d}:00,{h},{'rain' if h % 2 else 'sun'},\n" for h in range(20))
+    path = make_csv("date,OT,weather,empty\n" + rows)
+    with pytest.warns(DataWarning, match=r"'weather' \(text, e\.g\. 'sun'\), 'empty' \(no values\)"):
+        table = read_series(path)
+    assert table.columns == ("OT",) and table.dropped_columns == ("weather", "empty")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataWarning)
+        read_series(path, columns=["OT"])  # choosing the columns yourself: nothing to warn about
+
+
+@pytest.mark.parametrize("marker", ["-9999", -9999, -9999.0, ["-9999"]])
+def test_one_missing_marker_works_as_in_pandas(make_csv, marker):
+    rows = "".join(f"2021-01-01 {h:02d}:00,{-9999 if h == 7 else h}.0,1\n" for h in range(20))
+    path = make_csv("date,a,OT\n" + rows)
+    with pytest.raises(DataError, match=r"1 missing value\(s\)"):  # the marker became a missing value
+        CSVDataModule(str(path), 4, 2, na_values=marker).setup()
+    dm = CSVDataModule(str(path), 4, 2, na_values=marker, missing="ffill")
+    assert dm.table.values[7, 0] == 6.0 and dm.hparams["na_values"] == marker
+
+
+def test_one_missing_marker_through_the_forecaster(make_csv):
+    from tsattn import Forecaster
+
+    rows = "".join(f"2021-01-01 {h:02d}:00,{-9999 if h == 7 else h},1\n" for h in range(20))
+    path = make_csv("date,a,OT\n" + rows)
+    for marker in ("-9999", -9999):  # fails fast, before any training, because -9999 is now missing
+        with pytest.raises(DataError, match=r"1 missing value\(s\)"):
+            Forecaster("patchtst", lookback=8, horizon=2, model_kwargs={"patch_len": 4, "stride": 2}).fit(
+                path, na_values=marker)
+
+
+def test_repeated_header_names_in_a_file(make_csv, raises):
+    path = make_csv("date,HUFL,HUFL,OT\n2021-01-01 00:00,1,2,3\n2021-01-01 01:00,1,2,3\n")
+    raises(DataError, "repeats the column name(s) ['HUFL']", "distinct name", _setup(str(path)))
+
+
+def test_semicolon_separated_file_names_sep(make_csv, raises):
+    rows = "".join(f"2021-01-01 {h:02d}:00;{h};1\n" for h in range(20))
+    path = make_csv("date;a;OT\n" + rows)
+    raises(DataError, "separated by ';'", "sep=';'", _setup(str(path)))
+    assert read_series(path, sep=";").columns == ("a", "OT")
+
+
+def test_array_input_says_how_to_make_a_dataframe(raises):
+    raises(DataError, "pd.DataFrame(values", "date_range", lambda: CSVDataModule(np.zeros((50, 3)), 4, 2))
+
+
+def test_numpy_integer_sizes_are_accepted(hourly_frame):
+    dm = CSVDataModule(hourly_frame(100), np.int64(8), np.int32(4), batch_size=np.int64(16))
+    assert (dm.lookback, dm.horizon, dm.batch_size) == (8, 4, 16) and type(dm.lookback) is int

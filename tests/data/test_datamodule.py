@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 import torch
 
-from tsattn.data import CSVDataModule, registry
+from tsattn.data import CSVDataModule, DataError, registry
 
 
 def test_val_and_test_loaders_keep_every_window(etth1):
@@ -171,3 +171,30 @@ def test_registry_names_resolve_case_insensitively():
     assert registry.get_spec("etth1").name == "ETTh1" and registry.get_spec("ECL").name == "electricity"
     assert set(registry.list_datasets()) == {"ETTh1", "ETTh2", "ETTm1", "ETTm2", "weather", "electricity",
                                              "traffic", "exchange_rate", "national_illness"}
+
+
+def test_a_given_scaler_and_time_unit_are_used_as_they_are(hourly_frame):
+    fit = CSVDataModule(hourly_frame(300), 24, 12)
+    fit.setup()
+    assert fit.time_unit == pd.Timedelta("1h")  # the train segment's median step
+    other = hourly_frame(300, seed=4)
+    other[["a", "b", "OT"]] = other[["a", "b", "OT"]] * 3.0 + 7.0
+    dm = CSVDataModule(other, 24, 12, scaler=fit.scaler, time_unit="30min")
+    dm.setup()
+    assert dm.scaler is fit.scaler and dm.time_unit == pd.Timedelta("30min")
+    raw = other[["a", "b", "OT"]].to_numpy()[:24]
+    expected = torch.tensor(fit.scaler.transform(raw), dtype=torch.float32)
+    assert torch.equal(dm.train_dataset[0]["x"], expected)  # elementwise (x - mean) / scale: correctly rounded
+    assert torch.equal(dm.train_dataset[0]["t_x"], 2.0 * torch.arange(24.0))  # hours in half-hours
+    # with the scaler, the time unit and the frequency given, a window needs no split: L rows suffice
+    short = CSVDataModule(other.iloc[-24:], 24, 12, scaler=fit.scaler, time_unit="1h", freq="h")
+    window = short.last_window()
+    assert torch.equal(window["x"], torch.tensor(fit.scaler.transform(other[["a", "b", "OT"]].to_numpy()[-24:]),
+                                                 dtype=torch.float32))
+    assert torch.equal(window["t_y"], torch.arange(24.0, 36.0))
+
+
+def test_a_given_scaler_needs_scaling_on(hourly_frame):
+    fit = CSVDataModule(hourly_frame(300), 24, 12)
+    with pytest.raises(DataError, match="scale=True"):
+        CSVDataModule(hourly_frame(300), 24, 12, scaler=fit.scaler, scale=False)

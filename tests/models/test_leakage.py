@@ -40,6 +40,7 @@ def test_forecast_unchanged_when_targets_after_the_window_change(name, attention
     forecast = model(series[:, :L], t[:, :L])
     perturbed = series.clone()
     perturbed[:, L:] += 100.0 * torch.randn(3, H, C)            # the targets y
+    # exact: the model reads the same bits through the same code (the test is that it reads nothing else)
     torch.testing.assert_close(model(perturbed[:, :L], t[:, :L]), forecast, rtol=0, atol=0)
 
 
@@ -72,6 +73,7 @@ def test_decoder_rows_before_the_kept_patches_are_unused():
     x = torch.randn(2, L, C)
     x2 = x.clone()
     x2[:, : model.first_row] = 50.0
+    # exact: the kept rows are the same bits, read by the same code; the dropped ones must not matter at all
     torch.testing.assert_close(model(x2), model(x), rtol=0, atol=0)
 
 

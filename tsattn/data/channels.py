@@ -6,6 +6,13 @@ Time-Series-Library's convention (``Dataset_Custom``): the value columns are reo
 - ``"M"``: every value column in, every value column out (the target, when given or ``OT``, last).
 - ``"MS"``: every value column in, the target(s) out; ``target_index`` is the last position(s).
 - ``"S"``: the target(s) in and out.
+
+What ``"MS"`` gives depends on the model. PatchTST and the patch decoder are channel-independent:
+they fold the channels into the batch and forecast each from its own history, and only the
+target's forecast is kept. With them ``"MS"`` is a univariate forecaster of the target (in eval
+mode, the other columns cannot change its forecast) that pays for every column: ``"S"`` gives the
+same kind of model for a fraction of the cost. Fitting ``"MS"`` on such a model warns. Covariates
+are not modelled yet.
 """
 from __future__ import annotations
 

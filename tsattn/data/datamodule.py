@@ -1,15 +1,19 @@
 """``CSVDataModule``: a CSV file, a DataFrame or a registered benchmark -> train / val / test windows.
 
 The pipeline (``setup``): read and validate (``read_series``) -> pick channels (``select_channels``)
--> protocol borders (``split_borders``) -> ``StandardScaler`` fit on the train segment only ->
-lazy ``WindowDataset`` views over one contiguous float32 tensor. ``setup`` never downloads;
+-> protocol borders (``split_borders``) -> ``StandardScaler`` fit on the train segment only (or the
+one given) -> knot times in the train segment's median step (or the time unit given) -> lazy
+``WindowDataset`` views over one contiguous float32 tensor. ``setup`` never downloads;
 ``prepare_data`` fetches a registered dataset that is not available locally.
+
+Nothing a window holds depends on a later row or another split: missing values are only carried
+forward, and the scaler, the time unit and the inferred frequency come from the train segment.
 """
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
 import lightning.pytorch as pl
 import numpy as np
@@ -21,11 +25,25 @@ from torch.utils.data import DataLoader
 from . import registry
 from .calendar import calendar_features as _calendar_features
 from .channels import FEATURE_MODES, ChannelSelection, select_channels
-from .csv import DUPLICATE_POLICIES, KNOT_TIME_MODES, MISSING_POLICIES, SeriesTable, check_freq, read_series
+from .csv import (
+    DUPLICATE_POLICIES,
+    INTERPOLATE_REFUSAL,
+    KNOT_TIME_MODES,
+    MISSING_POLICIES,
+    NaValues,
+    SeriesTable,
+    check_freq,
+    check_time_unit,
+    infer_freq,
+    median_step,
+    normalize_na_values,
+    read_series,
+    with_time_unit,
+)
 from .errors import DataError, UnknownDatasetError
 from .scaling import fit_scaler, inverse_transform_channels
 from .splits import SPLITS, SplitBorders, check_positive_int, check_protocol, split_borders
-from .windows import EpochShuffleSampler, WindowDataset
+from .windows import EpochShuffleSampler, WindowDataset, window_times
 
 __all__ = ["CSVDataModule"]
 
@@ -34,6 +52,19 @@ _READ_DEFAULTS = {"missing": "error", "duplicates": "error", "knot_times": "time
 
 def _looks_like_path(text: str) -> bool:
     return text.lower().endswith((".csv", ".csv.gz", ".txt")) or "/" in text or os.sep in text or Path(text).exists()
+
+
+def _data_type_error(data: Any) -> DataError:
+    hint = ""
+    if isinstance(data, np.ndarray) or hasattr(data, "__array__"):
+        hint = (
+            "; an array has no timestamps: wrap it in a DataFrame with a time index, e.g. "
+            "pd.DataFrame(values, columns=names, index=pd.date_range('2024-01-01', periods=len(values), freq='h'))"
+        )
+    return DataError(
+        "data must be a path to a CSV file, a registered dataset name or a pandas DataFrame; got "
+        f"{type(data).__name__}{hint}"
+    )
 
 
 class CSVDataModule(pl.LightningDataModule):
@@ -49,29 +80,40 @@ class CSVDataModule(pl.LightningDataModule):
         lookback: L, rows of history per window (>= 1).
         horizon: H, rows to forecast per window (>= 1).
         features: ``"M"`` (all channels in, all out), ``"S"`` (target in, target out) or ``"MS"``
-            (all in, target out).
+            (all in, target out). With a channel-independent model (PatchTST, the patch decoder)
+            ``"MS"`` forecasts the target from its own history only: see ``tsattn.data.channels``.
         target: the target column (or a list of them); None uses the registry's default or ``"OT"``
             where there is such a column. Under ``"M"`` it only moves the target to the last channel.
         split: ``"ett-hour"``, ``"ett-minute"`` or ``"ratio"`` (7:1:2); None uses the registry's
             protocol for a registered name, else ``"ratio"``.
-        columns: the value columns to use (default: every numeric column; text columns are dropped).
+        columns: the value columns to use (default: every numeric column; text columns are dropped
+            with a warning).
         time_column: the column holding timestamps; None detects ``date``, ``ds``, ``timestamp``,
             ``date_time``, ``datetime`` or ``time``.
         time_format: a ``strftime`` format for the timestamps; None infers it.
-        na_values: cell values that mean "missing" (e.g. ``[-9999]``).
-        missing: ``"error"``, ``"interpolate"`` (linear in time) or ``"ffill"``; None uses the
-            registry's reading for a registered name, else ``"error"``.
+        dayfirst: read ``07/01/2016`` as 7 January (True) or 1 July (False); None decides from the
+            data and raises when no row tells.
+        na_values: cell values that mean "missing": one (``-9999``) or a list (``[-9999, "n/a"]``).
+        thousands: the thousands separator of numbers written as text (``","`` for ``"5,827.0"``).
+        sep: the CSV file's field delimiter (``";"`` for semicolon-separated files).
+        missing: ``"error"`` or ``"ffill"`` (carry the last value forward; a value is never filled
+            from a later row); None uses the registry's reading for a registered name, else ``"error"``.
         duplicates: repeated timestamps: ``"error"``, ``"keep"``, ``"first"``, ``"last"`` or
             ``"mean"``; None uses the registry's reading (``"keep"``, as published), else ``"error"``.
         sort: sort rows by time instead of rejecting out-of-order timestamps.
-        knot_times: ``"timestamps"`` (time since the first row in median steps; irregular series get
-            gaps) or ``"index"`` (rows one step apart); None uses the registry's reading
+        knot_times: ``"timestamps"`` (time since a window's first row in ``time_unit``; irregular
+            series get gaps) or ``"index"`` (rows one step apart); None uses the registry's reading
             (``"index"``), else ``"timestamps"``.
-        freq: a pandas offset alias for the series; None infers it from the timestamps.
+        time_unit: the unit of timestamp knot times (``"1h"``, ``"10min"`` or a ``pd.Timedelta``);
+            None: the median step of the train segment. A fitted model's unit is passed here when it
+            reads other data, so that its times mean the same thing.
+        freq: a pandas offset alias for the series; None infers it from the train segment.
         calendar_features: add ``"x_mark"`` / ``"y_mark"`` calendar features (in [-0.5, 0.5]).
         calendar_freq: the frequency that picks the calendar features; None uses ``freq``
             (Time-Series-Library's scripts use ``"h"`` for every dataset).
         scale: standardise every channel with a ``StandardScaler`` fit on the train segment.
+        scaler: a fitted ``StandardScaler`` over the input channels to use instead of fitting one
+            (a fitted model's scaler, to read other data on the fit's scale); needs ``scale=True``.
         batch_size: windows per batch.
         num_workers: DataLoader worker processes.
         pin_memory: pin batches in page-locked memory (for GPU training).
@@ -92,15 +134,20 @@ class CSVDataModule(pl.LightningDataModule):
         columns: Optional[list[str]] = None,
         time_column: Optional[str] = None,
         time_format: Optional[str] = None,
-        na_values: Optional[list[Union[str, float]]] = None,
+        dayfirst: Optional[bool] = None,
+        na_values: NaValues = None,
+        thousands: Optional[str] = None,
+        sep: str = ",",
         missing: Optional[str] = None,
         duplicates: Optional[str] = None,
         sort: bool = False,
         knot_times: Optional[str] = None,
+        time_unit: Optional[Union[str, pd.Timedelta]] = None,
         freq: Optional[str] = None,
         calendar_features: bool = False,
         calendar_freq: Optional[str] = None,
         scale: bool = True,
+        scaler: Optional[StandardScaler] = None,
         batch_size: int = 32,
         num_workers: int = 0,
         pin_memory: bool = False,
@@ -110,7 +157,7 @@ class CSVDataModule(pl.LightningDataModule):
         super().__init__()
         if isinstance(data, os.PathLike):
             data = os.fspath(data)  # a plain string in hparams.yaml
-        self.save_hyperparameters(ignore=["data"] if isinstance(data, pd.DataFrame) else None)
+        self.save_hyperparameters(ignore=["data", "scaler"] if isinstance(data, pd.DataFrame) else ["scaler"])
         self.lookback = check_positive_int("lookback", lookback)
         self.horizon = check_positive_int("horizon", horizon)
         self.batch_size = check_positive_int("batch_size", batch_size)
@@ -120,6 +167,8 @@ class CSVDataModule(pl.LightningDataModule):
             select_channels([], features)  # raises the standard message
         if split is not None:
             check_protocol(split)
+        if missing == "interpolate":
+            raise DataError(INTERPOLATE_REFUSAL)
         for name, value, choices in (
             ("missing", missing, MISSING_POLICIES),
             ("duplicates", duplicates, DUPLICATE_POLICIES),
@@ -127,9 +176,16 @@ class CSVDataModule(pl.LightningDataModule):
         ):
             if value is not None and value not in choices:
                 raise DataError(f"`{name}` must be one of {', '.join(map(repr, choices))} (or None); got {value!r}")
-
         if freq is not None:
             check_freq(freq)
+        if time_unit is not None:
+            time_unit = check_time_unit(time_unit)
+            self.hparams["time_unit"] = str(time_unit)  # hparams stay plain YAML
+        if scaler is not None:
+            if not scale:
+                raise DataError("scaler= was given with scale=False; pass scale=True to use the scaler")
+            if not hasattr(scaler, "mean_") or not hasattr(scaler, "scale_"):
+                raise DataError(f"scaler must be a fitted StandardScaler; got {scaler!r}: call .fit(train_values) first")
         self.spec: Optional[registry.DatasetSpec] = None
         if isinstance(data, pd.DataFrame):
             self._data: Union[Path, pd.DataFrame, None] = data
@@ -146,10 +202,7 @@ class CSVDataModule(pl.LightningDataModule):
             else:
                 self._data = Path(text).expanduser()
         else:
-            raise DataError(
-                "data must be a path to a CSV file, a registered dataset name or a pandas DataFrame; got "
-                f"{type(data).__name__}"
-            )
+            raise _data_type_error(data)
 
         spec_read = dict(self.spec.read_options) if self.spec else {}
         chosen = {"missing": missing, "duplicates": duplicates, "knot_times": knot_times}
@@ -162,12 +215,17 @@ class CSVDataModule(pl.LightningDataModule):
         self.columns = list(columns) if columns is not None else None
         self.time_column = time_column
         self.time_format = time_format
-        self.na_values = list(na_values) if na_values is not None else None
+        self.dayfirst = dayfirst
+        self.na_values = normalize_na_values(na_values)
+        self.thousands = thousands
+        self.sep = sep
         self.sort = sort
+        self._time_unit: Optional[pd.Timedelta] = time_unit
         self._freq = freq
         self.calendar_features = calendar_features
         self.calendar_freq = calendar_freq
         self.scale = scale
+        self._given_scaler = scaler
         self.num_workers = num_workers
         self.pin_memory = pin_memory
         self.drop_last_train = drop_last_train
@@ -177,8 +235,10 @@ class CSVDataModule(pl.LightningDataModule):
         self._selection: Optional[ChannelSelection] = None
         self._borders: Optional[SplitBorders] = None
         self._scaler: Optional[StandardScaler] = None
+        self._inferred_freq: Optional[str] = None
         self._values: Optional[torch.Tensor] = None  # float32 [N, C_in], scaled
-        self._knots: Optional[torch.Tensor] = None  # float64 [N]
+        self._ticks: Optional[torch.Tensor] = None  # int64 [N]: ns since the first row, or the row index
+        self._tick_unit: float = 1.0  # ticks per knot-time unit
         self._marks: Optional[torch.Tensor] = None  # float32 [N, F]
         self._datasets: Optional[dict[str, WindowDataset]] = None
 
@@ -194,9 +254,13 @@ class CSVDataModule(pl.LightningDataModule):
                 self._source(),
                 time_column=self.time_column,
                 time_format=self.time_format,
+                dayfirst=self.dayfirst,
                 columns=self.columns,
                 na_values=self.na_values,
+                thousands=self.thousands,
+                sep=self.sep,
                 sort=self.sort,
+                time_unit=self._time_unit,
                 freq=self._freq,
                 **self.read_options,
             )
@@ -224,6 +288,46 @@ class CSVDataModule(pl.LightningDataModule):
     def _n_targets(self) -> int:
         return 1 if self.target is None or isinstance(self.target, str) else len(self.target)
 
+    def _train_rows(self) -> slice:
+        """The train segment's rows (what the scaler, the time unit and the frequency are learnt from)."""
+        return split_borders(len(self._read()), self.lookback, self.split).segment("train")
+
+    def _prepare(self) -> None:
+        """Read, then learn (or take) the time unit, frequency and scaler, and scale every row (once).
+
+        Needs the split borders only for what it learns from the train segment: with ``scaler``,
+        ``time_unit`` (or index knot times) and ``freq`` given, any series of >= 1 row works.
+        """
+        if self._values is not None:
+            return
+        table = self._read()
+        if table.time_unit is not None and self._time_unit is None:
+            train_ns = table.timestamps[self._train_rows()].as_unit("ns").asi8
+            table = with_time_unit(table, median_step(train_ns) or table.step)
+        selection = self._channels()
+        raw = table.values[:, [table.columns.index(c) for c in selection.input_names]]  # float64 [N, C_in]
+        scaler = self._given_scaler
+        if scaler is None and self.scale:
+            scaler = fit_scaler(raw[self._train_rows()])
+        if scaler is not None:
+            if len(scaler.mean_) != raw.shape[1]:
+                raise DataError(
+                    f"the scaler has {len(scaler.mean_)} channels but the data has {raw.shape[1]} input "
+                    f"channels {list(selection.input_names)}; pass data with the channels the scaler was fit on"
+                )
+            raw = scaler.transform(raw)
+        values = torch.from_numpy(np.ascontiguousarray(raw, dtype=np.float32))  # [N, C_in]
+        if table.time_unit is None:  # index knot times: rows one step apart
+            ticks, tick_unit = torch.arange(len(table), dtype=torch.int64), 1.0
+        else:
+            ts_ns = table.timestamps.as_unit("ns").asi8
+            ticks, tick_unit = torch.from_numpy(ts_ns - ts_ns[0]), float(table.time_unit.value)
+        marks = None
+        if self.calendar_features:
+            marks = torch.from_numpy(_calendar_features(table.timestamps, self.calendar_freq or self.freq))
+        self._table, self._scaler, self._ticks, self._tick_unit, self._marks = table, scaler, ticks, tick_unit, marks
+        self._values = values
+
     # -- Lightning hooks -----------------------------------------------------------------------------------
     def prepare_data(self) -> None:
         """Download a registered dataset into the cache if it is not available locally."""
@@ -234,28 +338,20 @@ class CSVDataModule(pl.LightningDataModule):
         """Read, validate, split, scale and build the three window datasets (once; no downloads)."""
         if self._datasets is not None:
             return
-        table = self._read()
-        selection = self._channels()
+        self._prepare()
+        table, selection = self._read(), self._channels()
         borders = split_borders(len(table), self.lookback, self.split)
         borders.check_windows(self.horizon)
-        raw = table.values[:, [table.columns.index(c) for c in selection.input_names]]  # float64 [N, C_in]
-        scaler = None
-        if self.scale:
-            scaler = fit_scaler(raw[borders.segment("train")])
-            raw = scaler.transform(raw)
-        values = torch.from_numpy(np.ascontiguousarray(raw, dtype=np.float32))  # [N, C_in]
-        knots = torch.from_numpy(table.knot_times)  # float64 [N]
-        marks = None
-        if self.calendar_features:
-            marks = torch.from_numpy(_calendar_features(table.timestamps, self.calendar_freq or table.freq))
+        values, ticks, marks = self._values, self._ticks, self._marks
+        assert values is not None and ticks is not None
         datasets = {}
         for split in SPLITS:
             seg = borders.segment(split)
             datasets[split] = WindowDataset(
-                values[seg], knots[seg], self.lookback, self.horizon, selection.target_index,
-                None if marks is None else marks[seg],
+                values[seg], ticks[seg], self.lookback, self.horizon, selection.target_index,
+                None if marks is None else marks[seg], time_unit=self._tick_unit,
             )
-        self._borders, self._scaler, self._values, self._knots, self._marks = borders, scaler, values, knots, marks
+        self._borders = borders
         self._datasets = datasets
 
     def _dataset(self, split: str) -> WindowDataset:
@@ -278,8 +374,9 @@ class CSVDataModule(pl.LightningDataModule):
 
     @property
     def scaler(self) -> Optional[StandardScaler]:
-        """The ``StandardScaler`` fit on the train segment over the input channels (None if ``scale=False``)."""
-        self.setup()
+        """The ``StandardScaler`` over the input channels: the one given, else fit on the train
+        segment (None if ``scale=False``)."""
+        self._prepare()
         return self._scaler
 
     @property
@@ -291,8 +388,42 @@ class CSVDataModule(pl.LightningDataModule):
 
     @property
     def table(self) -> SeriesTable:
-        """The validated series (unscaled), read on first use."""
-        return self._read()
+        """The validated series (unscaled), with knot times in ``time_unit``."""
+        self._prepare()
+        assert self._table is not None
+        return self._table
+
+    @property
+    def value_columns(self) -> list[str]:
+        """Every numeric value column of the data (read on first use), in file order."""
+        return list(self._read().columns)
+
+    @property
+    def time_unit(self) -> Optional[pd.Timedelta]:
+        """The unit of timestamp knot times: the one given, else the train segment's median step;
+        None with ``knot_times="index"`` (rows one step apart)."""
+        return self.table.time_unit
+
+    @property
+    def source(self) -> Optional[str]:
+        """Where the data comes from, usable from any working directory: the registered name, the
+        CSV file's absolute path, or None for a DataFrame."""
+        if self.spec is not None:
+            return self.spec.name
+        if isinstance(self._data, Path):
+            return str(self._data.resolve())
+        return None
+
+    def reading_options(self) -> dict[str, Any]:
+        """The resolved keyword arguments that read other data the way this data was read
+        (``CSVDataModule(other, lookback, horizon, **dm.reading_options())``)."""
+        return {
+            "features": self.features, "target": self.target, "split": self.split, "columns": self.columns,
+            "time_column": self.time_column, "time_format": self.time_format, "dayfirst": self.dayfirst,
+            "na_values": self.na_values, "thousands": self.thousands, "sep": self.sep, "sort": self.sort,
+            **self.read_options, "calendar_features": self.calendar_features,
+            "calendar_freq": self.calendar_freq, "scale": self.scale,
+        }
 
     @property
     def n_channels_in(self) -> int:
@@ -328,13 +459,17 @@ class CSVDataModule(pl.LightningDataModule):
 
     @property
     def freq(self) -> str:
-        """The series' pandas offset alias (given, inferred, or the registry's before the file is read)."""
+        """The series' pandas offset alias: the one given, else inferred from the train segment (the
+        registry's before the file is read)."""
         if self._freq is not None:
             return self._freq
         if self._spec_only():
             assert self.spec is not None
             return self.spec.freq
-        return self._read().freq
+        if self._inferred_freq is None:
+            table = self._read()
+            self._inferred_freq = infer_freq(table.timestamps[self._train_rows()]) or table.freq
+        return self._inferred_freq
 
     def inverse_transform_target(self, y: torch.Tensor) -> torch.Tensor:
         """``y`` [..., C_out] in scaled units -> original units (a new tensor; ``y`` itself if unscaled)."""
@@ -372,28 +507,34 @@ class CSVDataModule(pl.LightningDataModule):
     def last_window(self, horizon: Optional[int] = None) -> dict[str, torch.Tensor]:
         """The final L rows of the whole (scaled) series, to forecast beyond the data.
 
+        The same scaler, time unit and window arithmetic as the windows of ``setup()``: a model that
+        reads this window reads what it was trained on. With ``scaler`` (and ``time_unit`` or index
+        knot times, and ``freq``) given, any series of at least L rows works; no split is needed.
+
         Returns a dict with ``"x"`` [L, C_in], ``"t_x"`` [L] (``t_x[0] == 0``), ``"t_y"`` [H] (the
         knot times of ``future_timestamps(H)`` on the same origin) and, with calendar features on,
         ``"x_mark"`` [L, F] and ``"y_mark"`` [H, F].
         """
-        self.setup()
-        assert self._values is not None and self._knots is not None
         h = check_positive_int("horizon", self.horizon if horizon is None else horizon)
         L = self.lookback
-        if L > self._values.shape[0]:
-            raise DataError(f"lookback={L} is longer than the series ({self._values.shape[0]} rows)")
+        n_rows = len(self._read())
+        if L > n_rows:
+            raise DataError(f"the data has {n_rows} rows but lookback={L}; pass at least {L} rows")
+        self._prepare()
+        assert self._values is not None and self._ticks is not None
         table = self.table
-        knots = self._knots[-L:]
         future = self.future_timestamps(h)
-        if self.read_options["knot_times"] == "index":
-            t_y = knots[-1] - knots[0] + torch.arange(1, h + 1, dtype=torch.float64)
+        t_x = window_times(self._ticks[-L:], self._tick_unit)
+        if table.time_unit is None:  # rows one step apart: the future rows continue the count
+            t_y = torch.arange(L, L + h, dtype=torch.float32)
         else:
-            origin = table.timestamps[-L]
-            t_y = torch.from_numpy(np.asarray((future - origin) / table.step, dtype=np.float64))
-        out = {"x": self._values[-L:].clone(), "t_x": (knots - knots[0]).float(), "t_y": t_y.float()}
+            origin = table.timestamps[-L:].as_unit("ns").asi8[0]
+            future_ns = torch.from_numpy(future.as_unit("ns").asi8 - origin)
+            t_y = (future_ns.to(torch.float64) / self._tick_unit).to(torch.float32)
+        out = {"x": self._values[-L:].clone(), "t_x": t_x, "t_y": t_y}
         if self._marks is not None:
             out["x_mark"] = self._marks[-L:].clone()
-            out["y_mark"] = torch.from_numpy(_calendar_features(future, self.calendar_freq or table.freq))
+            out["y_mark"] = torch.from_numpy(_calendar_features(future, self.calendar_freq or self.freq))
         return out
 
     # -- loaders -------------------------------------------------------------------------------------------

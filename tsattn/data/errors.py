@@ -11,6 +11,7 @@ __all__ = [
     "UnknownDatasetError",
     "ChecksumError",
     "DownloadError",
+    "DataWarning",
 ]
 
 
@@ -32,3 +33,7 @@ class ChecksumError(DataError):
 
 class DownloadError(DataError):
     """A download was needed but is forbidden (``TSATTN_OFFLINE=1``) or failed."""
+
+
+class DataWarning(UserWarning):
+    """Data that is read, but looks suspicious or lost something (dropped columns, very long steps)."""

@@ -11,7 +11,10 @@ windows at stride 1, and all of them are kept (no drop-last).
 """
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
+
+import numpy as np
 
 from .errors import DataError
 
@@ -64,11 +67,15 @@ def _split_position(split: str) -> int:
 
 
 def check_positive_int(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise DataError(f"{name} must be a positive integer number of rows; got {value!r}")
+    """``value`` as a Python int >= 1: ints and NumPy integers pass; bools, floats and strings do not."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise DataError(
+            f"{name} must be a positive integer; got {value!r} of type {type(value).__name__}: "
+            f"pass an int such as {name}=96"
+        )
     if value <= 0:
-        raise DataError(f"{name} must be a positive integer number of rows (>= 1); got {value}")
-    return value
+        raise DataError(f"{name} must be a positive integer (>= 1); got {value}: pass e.g. {name}=96")
+    return int(value)
 
 
 def check_protocol(split: str) -> str:

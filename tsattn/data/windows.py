@@ -12,7 +12,7 @@ from torch.utils.data import Dataset
 
 from .errors import DataError
 
-__all__ = ["EpochShuffleSampler", "WindowDataset"]
+__all__ = ["EpochShuffleSampler", "WindowDataset", "window_times"]
 
 
 class WindowDataset(Dataset):
@@ -31,11 +31,15 @@ class WindowDataset(Dataset):
 
     Args:
         values: float32 [n, C_in], the segment's rows (a view is fine; it is not copied).
-        knot_times: float64 [n], the segment's knot times (any origin).
+        knot_times: [n], the segment's times (any origin): int64 ticks (e.g. nanoseconds), or
+            float64 times.
         lookback: L >= 1.
         horizon: H >= 1.
         target_index: positions of the C_out target channels among the C_in; None means all.
         marks: float32 [n, F] calendar features, or None.
+        time_unit: ticks per unit of the returned knot times: a window's times are
+            ``(knot_times[i:end] - knot_times[i]) / time_unit`` in float64, then float32. With int64
+            ticks the difference is exact, so a window's times do not depend on the origin.
     """
 
     def __init__(
@@ -46,6 +50,7 @@ class WindowDataset(Dataset):
         horizon: int,
         target_index: Optional[Sequence[int]] = None,
         marks: Optional[torch.Tensor] = None,
+        time_unit: float = 1.0,
     ) -> None:
         if values.dim() != 2:
             raise DataError(f"values must be [rows, channels]; got shape {tuple(values.shape)}")
@@ -53,8 +58,11 @@ class WindowDataset(Dataset):
             raise DataError(f"knot_times must be [{values.shape[0]}]; got shape {tuple(knot_times.shape)}")
         if marks is not None and marks.shape[0] != values.shape[0]:
             raise DataError(f"marks must have {values.shape[0]} rows; got shape {tuple(marks.shape)}")
+        if not time_unit > 0:
+            raise DataError(f"time_unit must be > 0; got {time_unit!r}")
         self.values = values
         self.knot_times = knot_times
+        self.time_unit = float(time_unit)
         self.marks = marks
         self.lookback = int(lookback)
         self.horizon = int(horizon)
@@ -80,8 +88,7 @@ class WindowDataset(Dataset):
         y = self.values[mid:end]
         if self._target is not None:
             y = y.index_select(1, self._target)
-        t = self.knot_times[i:end]
-        t = (t - t[0]).to(torch.float32)
+        t = window_times(self.knot_times[i:end], self.time_unit)
         item = {
             "x": self.values[i:mid],
             "y": y,
@@ -93,6 +100,12 @@ class WindowDataset(Dataset):
             item["x_mark"] = self.marks[i:mid]
             item["y_mark"] = self.marks[mid:end]
         return item
+
+
+def window_times(ticks: torch.Tensor, time_unit: float = 1.0) -> torch.Tensor:
+    """float32 [n]: ``(ticks - ticks[0]) / time_unit`` for ``ticks`` [n] (int64 or float64); the
+    difference is taken in the input dtype (exact for int64), the division in float64."""
+    return ((ticks - ticks[0]).to(torch.float64) / time_unit).to(torch.float32)
 
 
 class EpochShuffleSampler(torch.utils.data.RandomSampler):

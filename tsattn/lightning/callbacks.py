@@ -1,5 +1,7 @@
-"""Callbacks: switch the attention kind mid-training."""
+"""Callbacks: switch the attention kind mid-training; time the training epochs."""
 from __future__ import annotations
+
+import time
 
 import lightning.pytorch as pl
 
@@ -31,3 +33,17 @@ class AttentionSwitch(pl.Callback):
             n = set_attention(pl_module, self.attention)
             if trainer.current_epoch == self.epoch:
                 pl_module.print(f"AttentionSwitch: {n} attention layers now use {self.attention!r} attention")
+
+
+class EpochTimer(pl.Callback):
+    """Wall-clock seconds of every training epoch (the training loop only), in ``seconds``."""
+
+    def __init__(self) -> None:
+        self.seconds: list[float] = []
+        self._start = 0.0
+
+    def on_train_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self._start = time.perf_counter()
+
+    def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self.seconds.append(time.perf_counter() - self._start)

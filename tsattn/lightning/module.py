@@ -8,6 +8,7 @@ for runs that resume exactly from a checkpoint. Batches are the data layer's dic
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any, Optional
 
 import lightning.pytorch as pl
@@ -32,24 +33,42 @@ def _metrics(prefix: str) -> MetricCollection:
 
 
 def data_info(dm) -> dict[str, Any]:
-    """The facts about a fitted ``CSVDataModule`` that forecasting from new data needs."""
+    """What a fitted ``CSVDataModule`` learnt and how it read its data: what forecasting and
+    evaluating on other data needs (saved in checkpoints; plain Python values only).
+
+    Keys: ``source`` (registered name or absolute path; None for a DataFrame), ``channel_names``,
+    ``target_names``, ``target_index``, ``scaler_mean`` / ``scaler_scale`` (the train scaler's
+    float64 statistics, exactly), ``time_unit_ns`` (the knot-time unit in nanoseconds; None for
+    index knot times), ``freq``, ``time_column``, ``features``, ``target``, ``read_options`` (every
+    reading option, resolved) and ``datamodule`` (the data module's hyperparameters).
+    """
     scaler = dm.scaler
-    source = dm.hparams.get("data")
+    unit = dm.time_unit
     return {
-        "source": source if isinstance(source, str) else None,
+        "source": dm.source,
         "channel_names": list(dm.channel_names),
         "target_names": list(dm.target_names),
         "target_index": list(dm.target_index),
         "scaler_mean": None if scaler is None else [float(v) for v in scaler.mean_],
         "scaler_scale": None if scaler is None else [float(v) for v in scaler.scale_],
+        "time_unit_ns": None if unit is None else int(unit.value),
         "freq": dm.freq,
         "time_column": dm.table.time_column,
         "features": dm.features,
         "target": dm.target,
-        "read_options": {**dm.read_options, "time_column": dm.time_column, "time_format": dm.time_format,
-                         "na_values": dm.na_values, "sort": dm.sort, "columns": dm.columns},
+        "read_options": dm.reading_options(),
         "datamodule": {k: v for k, v in dm.hparams.items() if k != "data"},
     }
+
+
+def type3_factor(epoch: int) -> float:
+    """The ``type3`` learning-rate factor of 0-based ``epoch``: 1 for epochs 0-3, then 0.9 ** (epoch - 3).
+
+    PatchTST calls ``adjust_learning_rate(optimizer, scheduler, epoch + 1, args)`` after each epoch,
+    with ``lr if e < 3 else lr * 0.9 ** (e - 3)`` for its argument ``e``: the rate of 0-based epoch
+    ``k`` is that formula at ``e = k``, for ``k >= 1`` (epoch 0 runs at the base rate).
+    """
+    return 1.0 if epoch < 3 else 0.9 ** (epoch - 3)
 
 
 class ForecastModule(pl.LightningModule):
@@ -65,12 +84,16 @@ class ForecastModule(pl.LightningModule):
         rope: rotary position embedding on knot times.
         model_kwargs: further keyword arguments of the model class (e.g. ``{"d_model": 16}``).
         target_index: positions of the forecast channels among the inputs (``"MS"``/``"S"``); None = all.
+            With a channel-independent model (``channel_independent``), ``"MS"`` keeps the target's
+            forecast from the target's own history: the other inputs cannot inform it (fitting
+            warns and names ``features="S"``).
         loss: ``"mse"``, ``"mae"`` or ``"huber"``.
         huber_delta: the Huber loss threshold (scaled units).
         lr: Adam learning rate.
         weight_decay: Adam weight decay.
-        lr_schedule: ``"type3"`` (PatchTST's ETT schedule: constant for 3 epochs, then x0.9 per epoch),
-            ``"onecycle"`` (per step, PatchTST's ``TST``), or ``"constant"``.
+        lr_schedule: ``"type3"`` (PatchTST's ETT schedule: the base rate in epochs 0-3, then x0.9
+            per epoch: 0.9x in epoch 4, 0.81x in epoch 5, ...), ``"onecycle"`` (per step, PatchTST's
+            ``TST``), or ``"constant"``.
         pct_start: warm-up fraction of ``"onecycle"``.
         compile: ``torch.compile`` the model's forward (fuses the continuous op on CPU; the first
             batches pay the compile time).
@@ -131,8 +154,23 @@ class ForecastModule(pl.LightningModule):
         scaler = getattr(dm, "scaler", None) if dm is not None else None
         if scaler is not None:
             self.use_scaler(scaler)
-        if dm is not None and stage == "fit" and hasattr(dm, "channel_names"):
+        if dm is not None and stage == "fit" and hasattr(dm, "reading_options"):
             self.data_info = data_info(dm)
+        if dm is not None and stage == "fit" and getattr(dm, "features", None) == "MS" and self.channel_independent:
+            warnings.warn(
+                f"features='MS' with the channel-independent model {self.hparams.model!r}: every channel is "
+                "forecast from its own history, and only the target's forecast is kept, so the other "
+                "columns cannot inform it (they only cost compute). This is a univariate forecaster of "
+                "the target: fit with features='S' for the same forecasts at a fraction of the cost",
+                UserWarning,
+                stacklevel=2,
+            )
+
+    @property
+    def channel_independent(self) -> bool:
+        """Whether the model forecasts every channel from its own history alone (in eval mode), as
+        PatchTST and the patch decoder do (the model class says so with ``channel_independent = True``)."""
+        return bool(getattr(self.net, "channel_independent", False))
 
     def use_scaler(self, scaler) -> None:
         """Set the output channels' statistics (original-scale metrics and forecasts) from a fitted
@@ -162,6 +200,22 @@ class ForecastModule(pl.LightningModule):
         """x [B, L, C_in] (+ knot times [B, L]) -> forecast [B, H, C_out] in scaled units."""
         y = self.net(x, t_x)
         return y if self.target_index is None else y[..., self.target_index]
+
+    @torch.no_grad()
+    def forecast(self, x: Tensor, t_x: Optional[Tensor] = None) -> Tensor:
+        """x [B, L, C_in] (scaled) + knot times [B, L] -> forecast [B, H, C_out] in original units.
+
+        Eval mode, no gradients, and always the eager (uncompiled) model: the same code whether the
+        model was compiled for training or loaded from a checkpoint, so a forecast after ``save`` /
+        ``load`` equals the one before bit for bit (same weights, same input, same thread count).
+        """
+        was_training = self.training
+        self.eval()
+        try:
+            with torch.compiler.set_stance("force_eager"):
+                return self.to_original(self(x.to(self.device), None if t_x is None else t_x.to(self.device)))
+        finally:
+            self.train(was_training)
 
     def to_original(self, y: Tensor) -> Tensor:
         """Scaled forecast [..., C_out] -> original units."""
@@ -228,8 +282,7 @@ class ForecastModule(pl.LightningModule):
         if schedule == "constant":
             return opt
         if schedule == "type3":
-            # epoch e (0-based): lr for e < 3, then lr * 0.9^(e - 2)  (PatchTST's adjust_learning_rate)
-            sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda e: 1.0 if e < 3 else 0.9 ** (e - 2))
+            sched = torch.optim.lr_scheduler.LambdaLR(opt, type3_factor)
             return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "epoch"}}
         total = self.trainer.estimated_stepping_batches
         if not math.isfinite(total):

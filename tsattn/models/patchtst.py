@@ -139,6 +139,9 @@ class PatchTST(nn.Module):
             "first"/"learned" sinks.
     """
 
+    # every channel is forecast from its own history (channels folded into the batch; eval mode)
+    channel_independent = True
+
     def __init__(
         self,
         n_channels: int,

@@ -1,0 +1,67 @@
+"""benchmarks/run_protocol.py builds a run from the config as `tsattn fit --config` does: trainer options
+of the YAML take effect, the command-line overrides still apply, and one record is appended."""
+import importlib.util
+import json
+import pathlib
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def run_protocol():
+    spec = importlib.util.spec_from_file_location("run_protocol", ROOT / "benchmarks" / "run_protocol.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def config(tmp_path):
+    rows = 600
+    t = np.arange(rows)
+    pd.DataFrame({
+        "date": pd.date_range("2022-03-01", periods=rows, freq="h"),
+        "a": np.sin(2 * np.pi * t / 24), "OT": np.cos(2 * np.pi * t / 24),
+    }).to_csv(tmp_path / "series.csv", index=False)
+    content = {
+        "seed_everything": 7,
+        "trainer": {
+            "max_epochs": 5, "limit_train_batches": 2, "limit_val_batches": 1, "accelerator": "cpu",
+            "callbacks": [{"class_path": "lightning.pytorch.callbacks.EarlyStopping",
+                           "init_args": {"monitor": "val_mse", "mode": "min", "patience": 50}}],
+        },
+        "model": {"model": "patchtst", "attention": "continuous", "lr_schedule": "constant",
+                  "model_kwargs": {"patch_len": 8, "stride": 4, "n_layers": 1, "n_heads": 2, "d_model": 8,
+                                   "d_ff": 16}},
+        "data": {"data": str(tmp_path / "series.csv"), "lookback": 32, "horizon": 8, "batch_size": 16},
+    }
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(content))
+    return path
+
+
+def test_trainer_options_of_the_yaml_take_effect(run_protocol, config, tmp_path):
+    out = tmp_path / "runs.jsonl"
+    record = run_protocol.main(["--config", str(config), "--epochs", "2", "--seed", "3", "--patience", "4",
+                                "--switch-epoch", "1", "--model-kwargs", '{"d_ff": 8}', "--threads", "1",
+                                "--tag", "unit test", "--runs-dir", str(tmp_path / "runs"), "--out", str(out)])
+    # limit_train_batches: 2 (a trainer option the runner once ignored) bounds every epoch: 2 steps each
+    assert record["epochs_run"] == 2 and record["train_steps"] == 4 and record["max_epochs"] == 2
+    # the overrides
+    assert record["seed"] == 3 and record["patience"] == 4 and record["switch_epoch"] == 1
+    assert record["attention"] == "softmax"  # trained softmax first, switched at epoch 1
+    assert record["model_kwargs"]["d_ff"] == 8 and record["model_kwargs"]["d_model"] == 8
+    assert record["tag"] == "unit test" and record["threads"] == 1 and record["commit"]
+    assert {"test_mse", "test_mae", "test_mse_orig", "test_mae_orig", "seconds_per_epoch_median"} <= set(record)
+    assert len(record["command"]) > 0 and record["accelerator"] == "CPUAccelerator"
+    assert json.loads(out.read_text().splitlines()[-1]) == json.loads(json.dumps(record))
+    run_dir = tmp_path / "runs" / record["name"]
+    assert record["name"] == "series_patchtst_softmax_h8_s3_switch1" and run_dir.is_dir()
+    # the run's folder records the configuration it was built from, as `tsattn fit` does
+    saved = yaml.safe_load(next(run_dir.rglob("config.yaml")).read_text())
+    assert saved["trainer"]["limit_train_batches"] == 2 and saved["model"]["seed"] == 3
