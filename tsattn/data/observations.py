@@ -31,7 +31,14 @@ import numpy as np
 import pandas as pd
 from pandas.api import types as ptypes
 
-from .csv import _check_choice, _detect_time_column, _parse_timestamps, _read_file, _select_value_columns
+from .csv import (
+    _check_choice,
+    _detect_time_column,
+    _parse_timestamps,
+    _read_file,
+    _select_value_columns,
+    normalize_na_values,
+)
 from .errors import DataError
 
 __all__ = [
@@ -587,6 +594,9 @@ def read_observations(
     na_values: Optional[Sequence[Union[str, float]]] = None,
     duplicates: str = "mean",
     sort: bool = False,
+    dayfirst: Optional[bool] = None,
+    thousands: Optional[str] = None,
+    sep: str = ",",
 ) -> ObservationSet:
     """Read irregular multivariate series from a CSV path or a DataFrame (not modified).
 
@@ -617,6 +627,8 @@ def read_observations(
             PhysioNet benchmark's rule), ``"first"``, ``"last"`` (in input order) or ``"error"``.
         sort: accept rows whose times go back within a series (they are sorted); by default that is
             an error, since it often means a wrong time format or a misplaced row.
+        dayfirst, thousands, sep: as for ``read_series`` (dates such as ``07/01/2016``, numbers
+            written ``"5,827.0"``, semicolon-separated files).
 
     Returns:
         an ``ObservationSet``; its ``read_counts`` say how many rows were read, observations kept,
@@ -634,9 +646,7 @@ def read_observations(
             f"not: pass {absent}=<column name>, or neither for the wide layout (one column per variable)"
         )
     unit = _time_unit(time_unit)
-    if na_values is not None and (isinstance(na_values, (str, bytes)) or not isinstance(na_values, Sequence)):
-        na_values = [na_values]
-    na_values = list(na_values) if na_values is not None else []
+    na_values = normalize_na_values(na_values) or []
 
     if isinstance(data, pd.DataFrame):
         frame = data.copy()
@@ -655,7 +665,7 @@ def read_observations(
                     pass
     elif isinstance(data, (str, os.PathLike)):
         path = Path(data).expanduser()
-        frame = _read_file(path, na_values or None)
+        frame = _read_file(path, na_values or None, sep)
         source = str(path)
 
         def row_label(r: int) -> str:
@@ -691,7 +701,7 @@ def read_observations(
         times = _numeric_times(raw_time, shown_name, row_label)  # float64 [N]
         order_key: np.ndarray = times
     else:
-        stamps = _parse_timestamps(raw_time, shown_name, time_format, row_label)
+        stamps = _parse_timestamps(raw_time, shown_name, time_format, row_label, dayfirst)
         order_key = stamps.as_unit("ns").asi8  # int64 [N], exact
 
     position = np.argsort(codes, kind="stable")  # rows grouped by series, input order kept inside
@@ -727,7 +737,7 @@ def read_observations(
         for role, col in (("variable_column", variable_column), ("value_column", value_column)):
             if col not in frame.columns:
                 raise DataError(f"{role} {col!r} is not in the data; columns are {names}; pass {role}=<one of them>")
-        _select_value_columns(frame, [value_column], True, row_label)  # text in the value column -> error
+        _select_value_columns(frame, [value_column], True, row_label, thousands)  # text in the value column -> error
         values = pd.to_numeric(frame[value_column]).to_numpy(dtype=np.float64, na_value=np.nan)  # [N]
         raw_var = frame[variable_column]
         absent = raw_var.isna().to_numpy()
@@ -762,7 +772,7 @@ def read_observations(
                     f"columns {unknown} are not variable columns of {source}; available: {[str(c) for c in candidates]}"
                 )
             candidates = list(dict.fromkeys(wanted))
-        kept, dropped = _select_value_columns(frame, candidates, columns is not None, row_label)
+        kept, dropped = _select_value_columns(frame, candidates, columns is not None, row_label, thousands)
         if not kept:
             raise DataError(
                 f"{source} has no numeric variable columns (text or empty columns: {[str(c) for c in dropped]}); "
