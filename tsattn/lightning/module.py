@@ -2,14 +2,20 @@
 
 Loss, metrics (MSE / MAE on the scaled data, the published convention, and on the original scale),
 Adam with the PatchTST learning-rate schedules, optional ``torch.compile`` and per-step reseeding
-for runs that resume exactly from a checkpoint. Batches are the data layer's dicts
-(``"x"`` [B, L, C_in], ``"y"`` [B, H, C_out], ``"t_x"`` [B, L], ...).
+for runs that resume exactly from a checkpoint. Two kinds of batches, the data layer's dicts:
+
+- windows (``CSVDataModule``): ``"x"`` [B, L, C_in], ``"y"`` [B, H, C_out], ``"t_x"`` [B, L], ...
+  for PatchTST and the patch decoder; metrics over every forecast value;
+- observation sets (``ObservationDataModule``): ``"x_time"``, ``"x_var"``, ``"x_value"``,
+  ``"x_mask"`` [B, Nx] and ``"y_*"`` [B, Ny] for the irregular model; the loss and the metrics see
+  only the observed targets (``"y_mask"``), and the metrics are per variable over all target
+  points, then the mean over variables (``tsattn.lightning.metrics``).
 """
 from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 import lightning.pytorch as pl
 import torch
@@ -17,11 +23,14 @@ import torch.nn.functional as F
 from torch import Tensor
 from torchmetrics import MeanAbsoluteError, MeanSquaredError, MetricCollection
 
-from ..models.registry import get_model_class
+from ..models.registry import get_model_class, input_kind
 from ..nn import ATTENTIONS, SINKS
+from .metrics import PerVariableError
 
 LOSSES = ("mse", "mae", "huber")
 LR_SCHEDULES = ("type3", "onecycle", "constant")
+LOSS_REDUCTIONS = ("variable", "point")
+_OBSERVATION_INPUTS = ("x_time", "x_var", "x_value", "x_mask", "y_time", "y_var", "y_mask")
 
 
 def _metrics(prefix: str) -> MetricCollection:
@@ -30,6 +39,11 @@ def _metrics(prefix: str) -> MetricCollection:
          "mse_orig": MeanSquaredError(), "mae_orig": MeanAbsoluteError()},
         prefix=prefix,
     )
+
+
+def _observation_metrics(n_variables: int) -> torch.nn.ModuleDict:
+    """Per-variable errors on the scaled data ("scaled") and in the variables' own units ("orig")."""
+    return torch.nn.ModuleDict({"scaled": PerVariableError(n_variables), "orig": PerVariableError(n_variables)})
 
 
 def data_info(dm) -> dict[str, Any]:
@@ -75,10 +89,14 @@ class ForecastModule(pl.LightningModule):
     """Train, validate and test a forecasting model from ``tsattn.models``.
 
     Args:
-        model: registered model name (``"patchtst"``, ``"decoder"``; see ``tsattn.models.registry``).
-        n_channels: input channels C_in (linked from the data module by the CLI and the API).
-        lookback: window length L (linked from the data module).
-        horizon: forecast length H (linked from the data module).
+        model: registered model name (``"patchtst"``, ``"decoder"``, ``"irregular"``; see
+            ``tsattn.models.registry``).
+        n_channels: input channels C_in, or the number of variables V of an observation model
+            (linked from the data module by the CLI and the API).
+        lookback: window length L; for an observation model the history span in time units (None:
+            all the history) (linked from the data module).
+        horizon: forecast length H; for an observation model the target span (None: to the end)
+            (linked from the data module).
         attention: ``"softmax"`` or ``"continuous"``.
         sink: sink knot, ``"zeros"``, ``"first"`` or ``"learned"``.
         rope: rotary position embedding on knot times.
@@ -89,6 +107,9 @@ class ForecastModule(pl.LightningModule):
             warns and names ``features="S"``).
         loss: ``"mse"``, ``"mae"`` or ``"huber"``.
         huber_delta: the Huber loss threshold (scaled units).
+        loss_reduction: observation models only: ``"variable"`` (the mean of the per-variable mean
+            losses over the variables with targets in the batch: what the metrics measure) or
+            ``"point"`` (the mean over every observed target).
         lr: Adam learning rate.
         weight_decay: Adam weight decay.
         lr_schedule: ``"type3"`` (PatchTST's ETT schedule: the base rate in epochs 0-3, then x0.9
@@ -96,7 +117,8 @@ class ForecastModule(pl.LightningModule):
             ``TST``), or ``"constant"``.
         pct_start: warm-up fraction of ``"onecycle"``.
         compile: ``torch.compile`` the model's forward (fuses the continuous op on CPU; the first
-            batches pay the compile time).
+            batches pay the compile time). Observation models have ragged, data-dependent shapes and
+            run eagerly (a warning says so).
         seed: reseed torch's RNG before every train step with (seed, step), so dropout masks depend
             only on the step and a run resumed from a checkpoint repeats an uninterrupted one. None: off.
     """
@@ -105,8 +127,8 @@ class ForecastModule(pl.LightningModule):
         self,
         model: str = "patchtst",
         n_channels: int = 7,
-        lookback: int = 336,
-        horizon: int = 96,
+        lookback: Optional[Union[int, float]] = 336,
+        horizon: Optional[Union[int, float]] = 96,
         attention: str = "softmax",
         sink: str = "zeros",
         rope: bool = False,
@@ -114,6 +136,7 @@ class ForecastModule(pl.LightningModule):
         target_index: Optional[list[int]] = None,
         loss: str = "mse",
         huber_delta: float = 1.0,
+        loss_reduction: str = "variable",
         lr: float = 1e-4,
         weight_decay: float = 0.0,
         lr_schedule: str = "type3",
@@ -123,7 +146,8 @@ class ForecastModule(pl.LightningModule):
     ) -> None:
         super().__init__()
         for name, value, choices in (("attention", attention, ATTENTIONS), ("sink", sink, SINKS),
-                                     ("loss", loss, LOSSES), ("lr_schedule", lr_schedule, LR_SCHEDULES)):
+                                     ("loss", loss, LOSSES), ("lr_schedule", lr_schedule, LR_SCHEDULES),
+                                     ("loss_reduction", loss_reduction, LOSS_REDUCTIONS)):
             if value not in choices:
                 raise ValueError(f"`{name}` must be one of {choices}, got {value!r}")
         if target_index is not None:
@@ -134,15 +158,25 @@ class ForecastModule(pl.LightningModule):
                 )
         self.save_hyperparameters()
         cls = get_model_class(model)
-        self.net = cls(n_channels, lookback, horizon, attention=attention, sink=sink, rope=rope,
-                       **(model_kwargs or {}))
+        self.observations = input_kind(cls) == "observations"
+        if self.observations:
+            if target_index is not None:
+                raise ValueError(f"model {model!r} forecasts every variable: leave `target_index` None")
+            self.net = cls(n_channels, attention=attention, sink=sink, rope=rope, **(model_kwargs or {}))
+        else:
+            self.net = cls(n_channels, lookback, horizon, attention=attention, sink=sink, rope=rope,
+                           **(model_kwargs or {}))
         self.target_index = target_index
         n_out = len(target_index) if target_index is not None else n_channels
-        # scaler statistics of the output channels: original-scale metrics and forecasts (set in setup)
+        # scaler statistics of the output channels (or variables): original-scale metrics and forecasts
         self.register_buffer("y_mean", torch.zeros(n_out))
         self.register_buffer("y_scale", torch.ones(n_out))
-        self.val_metrics = _metrics("val_")
-        self.test_metrics = _metrics("test_")
+        if self.observations:
+            self.val_metrics = _observation_metrics(n_channels)
+            self.test_metrics = _observation_metrics(n_channels)
+        else:
+            self.val_metrics = _metrics("val_")
+            self.test_metrics = _metrics("test_")
         # What the model was fit on (channel names, scaler, frequency, reading options): saved in
         # checkpoints so that a loaded model can forecast from new data on the same scale.
         self.data_info: Optional[dict[str, Any]] = None
@@ -174,7 +208,17 @@ class ForecastModule(pl.LightningModule):
 
     def use_scaler(self, scaler) -> None:
         """Set the output channels' statistics (original-scale metrics and forecasts) from a fitted
-        ``StandardScaler`` over the input channels."""
+        ``StandardScaler`` over the input channels, or from a per-variable ``VariableScaler`` of an
+        observation data module (``offset`` / ``scale`` per variable)."""
+        if hasattr(scaler, "offset"):
+            if len(scaler.offset) != self.hparams.n_channels:
+                raise ValueError(
+                    f"the data has {len(scaler.offset)} variables but the model was built for "
+                    f"{self.hparams.n_channels}; build the model with n_channels={len(scaler.offset)}"
+                )
+            self.y_mean.copy_(torch.as_tensor(scaler.offset, dtype=self.y_mean.dtype))
+            self.y_scale.copy_(torch.as_tensor(scaler.scale, dtype=self.y_scale.dtype))
+            return
         if len(scaler.mean_) != self.hparams.n_channels:
             raise ValueError(
                 f"the data has {len(scaler.mean_)} input channels but the model was built for "
@@ -191,6 +235,10 @@ class ForecastModule(pl.LightningModule):
         self.data_info = checkpoint.get("tsattn_data_info")
 
     def configure_model(self) -> None:
+        if self.hparams.compile and self.observations:
+            warnings.warn(f"compile=True is ignored for {self.hparams.model!r}: its batches have ragged, "
+                          "data-dependent shapes, so it runs eagerly", UserWarning, stacklevel=2)
+            return
         if self.hparams.compile and not getattr(self, "_compiled", False):
             self.net.compile()
             self._compiled = True
@@ -228,7 +276,56 @@ class ForecastModule(pl.LightningModule):
             return F.huber_loss(pred, target, delta=self.hparams.huber_delta)
         return F.mse_loss(pred, target)
 
+    # -- observation sets --------------------------------------------------------------------------
+    def forward_observations(self, batch: dict[str, Tensor]) -> Tensor:
+        """An observation batch (see the module docstring) -> forecasts [B, Ny] in scaled units."""
+        return self.net(*(batch[key] for key in _OBSERVATION_INPUTS))
+
+    def _observation_loss(self, pred: Tensor, batch: dict[str, Tensor]) -> Tensor:
+        mask, target = batch["y_mask"], batch["y_value"]
+        if self.hparams.loss == "mae":
+            per_point = (pred - target).abs()
+        elif self.hparams.loss == "huber":
+            per_point = F.huber_loss(pred, target, delta=self.hparams.huber_delta, reduction="none")
+        else:
+            per_point = (pred - target).square()
+        per_point = per_point[mask]
+        if self.hparams.loss_reduction == "point" or per_point.numel() == 0:
+            return per_point.mean() if per_point.numel() else pred.sum() * 0.0
+        var = batch["y_var"][mask]
+        V = self.hparams.n_channels
+        total = torch.zeros(V, dtype=per_point.dtype, device=pred.device).index_add(0, var, per_point)
+        count = torch.bincount(var, minlength=V)
+        seen = count > 0
+        return (total[seen] / count[seen]).mean()
+
+    def _observation_eval_step(self, batch: dict[str, Tensor], metrics: torch.nn.ModuleDict) -> Tensor:
+        pred = self.forward_observations(batch)
+        target, var, mask = batch["y_value"], batch["y_var"], batch["y_mask"]
+        metrics["scaled"].update(pred, target, var, mask)
+        metrics["orig"].update(pred * self.y_scale[var], target * self.y_scale[var], var, mask)
+        return pred
+
+    def _log_observation_metrics(self, metrics: torch.nn.ModuleDict, prefix: str) -> None:
+        for suffix, metric in (("", metrics["scaled"]), ("_orig", metrics["orig"])):
+            for name, value in metric.compute().items():
+                self.log(f"{prefix}{name}{suffix}", value.float())
+            metric.reset()
+
+    def on_validation_epoch_end(self) -> None:
+        if self.observations:
+            self._log_observation_metrics(self.val_metrics, "val_")
+
+    def on_test_epoch_end(self) -> None:
+        if self.observations:
+            self._log_observation_metrics(self.test_metrics, "test_")
+
+    # -- steps -------------------------------------------------------------------------------------
     def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> Tensor:
+        if self.observations:
+            loss = self._observation_loss(self.forward_observations(batch), batch)
+            self.log("train_loss", loss, prog_bar=True, on_step=True, on_epoch=True, batch_size=batch["y_var"].shape[0])
+            return loss
         x, y, t_x = batch["x"], batch["y"], batch.get("t_x")
         if hasattr(self.net, "forward_tokens"):
             # causal decoders learn from every token: each forecasts the H rows after its patch
@@ -254,21 +351,32 @@ class ForecastModule(pl.LightningModule):
         return pred
 
     def validation_step(self, batch: dict[str, Tensor], batch_idx: int) -> None:
+        if self.observations:
+            self._observation_eval_step(batch, self.val_metrics)
+            return
         self._eval_step(batch, self.val_metrics)
         self.log_dict(self.val_metrics, on_epoch=True, prog_bar=False, batch_size=batch["x"].shape[0])
 
     def test_step(self, batch: dict[str, Tensor], batch_idx: int) -> None:
+        if self.observations:
+            self._observation_eval_step(batch, self.test_metrics)
+            return
         self._eval_step(batch, self.test_metrics)
         self.log_dict(self.test_metrics, on_epoch=True, batch_size=batch["x"].shape[0])
 
     def predict_step(self, batch: dict[str, Tensor], batch_idx: int, dataloader_idx: int = 0) -> Tensor:
-        """Forecast [B, H, C_out] in original units."""
+        """Forecast [B, H, C_out] in original units (observation models: [B, Ny], 0 at padded queries)."""
+        if self.observations:
+            pred = self.forward_observations(batch)
+            var = batch["y_var"]
+            return torch.where(batch["y_mask"], pred * self.y_scale[var] + self.y_mean[var], 0.0)
         return self.to_original(self(batch["x"], batch.get("t_x")))
 
     def on_fit_start(self) -> None:
         # states left by an earlier trainer.validate()/test() are inference tensors; start fresh
-        self.val_metrics.reset()
-        self.test_metrics.reset()
+        for metrics in (self.val_metrics, self.test_metrics):
+            for metric in (metrics.values() if isinstance(metrics, torch.nn.ModuleDict) else [metrics]):
+                metric.reset()
 
     # -- reproducibility ---------------------------------------------------------------------------
     def on_train_batch_start(self, batch: Any, batch_idx: int) -> None:
