@@ -218,6 +218,25 @@ def test_unit_spacings_and_zero_sink_with_ragged_rows():
     check_ragged_rows(got, leaves, key_lengths)
 
 
+@pytest.mark.parametrize("m,n,d,dv,causal,lengths", [(5, 9, 1, 100, False, [9, 2]), (9, 9, 48, 3, True, None),
+                                                     (7, 5, 128, 128, False, [3, 5])],
+                         ids=["d1x100", "d48x3", "d128x128"])
+def test_other_head_dims(m, n, d, dv, causal, lengths):
+    """Head dims off the power-of-two grid (padded to 16, 64 and 128 wide tiles) and the largest."""
+    check_against_reference(n, d, dv, causal, "learned", True, seed=d + dv, tol=1e-4, m=m, lengths=lengths)
+
+
+def test_no_keys_at_all_returns_the_sink_value():
+    q = torch.randn(2, 2, 5, 8, device=DEVICE, requires_grad=True)
+    k = torch.randn(2, 2, 0, 8, device=DEVICE, requires_grad=True)
+    v = torch.randn(2, 2, 0, 4, device=DEVICE, requires_grad=True)
+    v0 = torch.randn(2, 1, 4, device=DEVICE, requires_grad=True)
+    o = continuous_attention(q, k, v, None, v0, backend="triton")
+    assert torch.equal(o, v0.detach().expand(2, 2, 5, 4))
+    dq, dv0 = torch.autograd.grad(o, [q, v0], torch.ones_like(o))
+    assert torch.equal(dq, torch.zeros_like(dq)) and torch.equal(dv0, torch.full_like(dv0, 10.0))   # 2 rows x 5
+
+
 def test_ragged_rows_behave_as_if_truncated():
     """Row b of a padded batch = a separate call on its first L_b keys (o and every gradient)."""
     leaves = make_inputs(3, 2, 40, 8, 8, sink="learned", irregular=True, seed=19, m=17)
