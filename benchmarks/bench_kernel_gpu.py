@@ -7,12 +7,17 @@
 
 Runs from a bare checkout (the repository root is put on sys.path). Steps:
 1. correctness: the Triton path (bf16 and fp32 inputs) against the torch path on the fp32 upcast of
-   the same inputs, o and every gradient (q, k, v, k0, v0, dt), relative errors; the allocator is
-   poisoned with NaN first, so an element a kernel fails to write shows up as non-finite;
+   the same inputs, o and every gradient (q, k, v, k0, v0, dt), relative errors, also for small
+   heads (D = 4, 8: zero-padded in the kernels), cross-attention (M != N) and ragged rows
+   (key_lengths with a 0 and a full length; the padding's gradient must be exactly zero); the
+   allocator is poisoned with NaN first, so an element a kernel fails to write shows up as
+   non-finite; then determinism: under torch.use_deterministic_algorithms(True) two backward
+   passes must give bitwise equal gradients (the separate dq kernel, not the atomics);
 2. timings (triton.testing.do_bench, median) of forward and forward+backward, bf16, learned per-head
    sink, for N in {512, 1024, 4096, 16384}, D in {64, 128}, causal and bidirectional, against
    scaled_dot_product_attention restricted to the flash backend; forward+backward is timed with dq
-   by atomics (the default) and with the separate dq kernel;
+   by atomics (the default) and with the separate dq kernel; then N = 4096 at D = 8 and 16 (the
+   padding's cost) and with ragged rows (key_lengths uniform in [N/2, N]);
 3. peak memory of forward+backward at N = 16384 (over the inputs), Triton vs SDPA.
 TFLOP/s are counted as for softmax attention: 4 B H N^2 D forward (half of it causal), forward +
 backward 3.5 times that. With $OUT set, the full results go to $OUT/bench_kernel_gpu.json and .csv.
@@ -52,13 +57,20 @@ SDPA_BACKEND = SDPBackend.FLASH_ATTENTION
 # bf16: P and dA are rounded to bf16 before their dots and o before delta = rowsum(dO o); the
 # interpreter saw up to 2e-2 (dk0, a sum over batch and queries) at N = 33
 CHECK_TOL = {torch.float32: 1e-4, torch.bfloat16: 5e-2}
-# (N, D, causal, dtype, dq by atomics): odd lengths, both dq paths, fp32 with IEEE dots
+# (N, D, causal, dtype, dq by atomics[, M queries, ragged rows]): odd lengths, both dq paths, fp32
+# with IEEE dots; small (padded) heads, cross-attention and key_lengths
 CHECKS = [
     (257, 64, True, torch.bfloat16, True), (257, 64, False, torch.bfloat16, True),
     (1000, 128, True, torch.bfloat16, True), (1000, 128, False, torch.bfloat16, True),
     (257, 64, True, torch.bfloat16, False), (1000, 128, False, torch.bfloat16, False),
     (333, 64, True, torch.float32, True), (333, 64, False, torch.float32, False),
+    (257, 8, True, torch.bfloat16, True), (333, 4, False, torch.float32, False),
+    (257, 8, False, torch.bfloat16, True, 100, True), (333, 64, True, torch.float32, True, 333, True),
+    (1000, 4, False, torch.float32, False, 37, True),
 ]
+# extra timed shapes at N = 4096, bidirectional: (D, ragged rows)
+EXTRA_SHAPES = [(8, False), (16, False), (64, True)]
+DETERMINISM_SHAPE = None       # (N, D) of the determinism check; None = its defaults
 T0 = time.time()
 
 
@@ -82,10 +94,11 @@ def rel(x: torch.Tensor, ref: torch.Tensor) -> float:
     return ((x - ref).norm() / ref.norm().clamp_min(1e-30)).item()
 
 
-def attention_inputs(b, h, n, d, dtype, *, grad=True, dt=False, seed=0):
+def attention_inputs(b, h, n, d, dtype, *, grad=True, dt=False, seed=0, m=None):
     g = torch.Generator(device=DEVICE).manual_seed(seed)
     mk = lambda *shape, s=1.0: (s * torch.randn(*shape, generator=g, device=DEVICE)).to(dtype)  # noqa: E731
-    x = dict(q=mk(b, h, n, d, s=2.0), k=mk(b, h, n, d), v=mk(b, h, n, d), k0=mk(h, 1, d), v0=mk(h, 1, d))
+    x = dict(q=mk(b, h, n if m is None else m, d, s=2.0), k=mk(b, h, n, d), v=mk(b, h, n, d), k0=mk(h, 1, d),
+             v0=mk(h, 1, d))
     if dt:
         x["dt"] = (0.1 + 2.0 * torch.rand(b, n, generator=g, device=DEVICE)).to(dtype)
     return {key: t.requires_grad_(grad) for key, t in x.items()}
@@ -94,25 +107,55 @@ def attention_inputs(b, h, n, d, dtype, *, grad=True, dt=False, seed=0):
 # ---------------------------------------------------------------------------------------------
 # 1. correctness on the GPU
 # ---------------------------------------------------------------------------------------------
-def check(n: int, d: int, causal: bool, dtype: torch.dtype, atomic: bool, b: int = 2, h: int = 4) -> dict:
+def check(n: int, d: int, causal: bool, dtype: torch.dtype, atomic: bool, m: int | None = None,
+          ragged: bool = False, h: int = 4) -> dict:
     tfn.ATOMIC_DQ = atomic
-    x = attention_inputs(b, h, n, d, dtype, dt=True, seed=n + d)
-    go = torch.randn(b, h, n, d, device=DEVICE, generator=torch.Generator(device=DEVICE).manual_seed(n))
+    b = 3 if ragged else 2
+    m = n if m is None else m
+    lengths = torch.tensor([n, 0, n // 3], device=DEVICE) if ragged else None
+    x = attention_inputs(b, h, n, d, dtype, dt=True, seed=n + d, m=m)
+    go = torch.randn(b, h, m, d, device=DEVICE, generator=torch.Generator(device=DEVICE).manual_seed(n))
     names = list(x)
     poison_allocator()
-    o = continuous_attention(**x, causal=causal, backend="triton")
+    o = continuous_attention(**x, causal=causal, key_lengths=lengths, backend="triton")
     got = [o, *torch.autograd.grad(o, [x[k] for k in names], go.to(dtype))]
     up = {k: t.detach().float().requires_grad_() for k, t in x.items()}
-    o_ref = continuous_attention(**up, causal=causal, backend="torch")
+    o_ref = continuous_attention(**up, causal=causal, key_lengths=lengths, backend="torch")
     ref = [o_ref, *torch.autograd.grad(o_ref, [up[k] for k in names], go)]
     labels = ["o"] + ["d" + k for k in names]
     errors = {lab: rel(a, r) for lab, a, r in zip(labels, got, ref)}
     finite = all(bool(torch.isfinite(a).all()) for a in got)
+    padding_zero = True
+    if ragged:   # dk, dv, ddt of the padding: exactly zero
+        grads = dict(zip(labels, got))
+        for row, length in enumerate(lengths.tolist()):
+            padding_zero &= all(bool((grads[lab][row, :, length:] == 0).all()) for lab in ("dk", "dv"))
+            padding_zero &= bool((grads["ddt"][row, length:] == 0).all())
     worst = max(errors.values())
-    ok = finite and worst <= CHECK_TOL[dtype]
+    ok = finite and padding_zero and worst <= CHECK_TOL[dtype]
     tfn.ATOMIC_DQ = None
-    return dict(n=n, d=d, causal=causal, dtype=str(dtype).replace("torch.", ""), atomic_dq=atomic,
-                finite=finite, ok=ok, worst=worst, **errors)
+    return dict(n=n, m=m, d=d, causal=causal, ragged=ragged, dtype=str(dtype).replace("torch.", ""),
+                atomic_dq=atomic, finite=finite, padding_zero=padding_zero, ok=ok, worst=worst, **errors)
+
+
+def determinism(n: int = 1000, d: int = 64) -> dict:
+    """Under torch.use_deterministic_algorithms(True) (warn_only: cuBLAS elsewhere may only warn),
+    ATOMIC_DQ = None must pick the dq kernel: two backward passes give bitwise equal gradients."""
+    tfn.ATOMIC_DQ = None
+    was_on = torch.are_deterministic_algorithms_enabled()
+    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
+    try:
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        x = attention_inputs(4, 8, n, d, torch.bfloat16, dt=True, seed=1)
+        go = torch.randn(4, 8, n, d, device=DEVICE, dtype=torch.bfloat16)
+        runs = []
+        for _ in range(2):
+            o = continuous_attention(**x, causal=True, backend="triton")
+            runs.append(torch.autograd.grad(o, list(x.values()), go))
+        same = all(torch.equal(a, b) for a, b in zip(*runs))
+        return dict(atomic_dq_chosen=tfn.use_atomic_dq(), bitwise_equal=same, ok=same and not tfn.use_atomic_dq())
+    finally:
+        torch.use_deterministic_algorithms(was_on, warn_only=warn_only)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -126,17 +169,22 @@ def bench(fn, grads=()) -> float:
     return triton.testing.do_bench(fn, warmup=25, rep=100, grad_to_none=list(grads), return_mode="median")
 
 
-def time_shape(n: int, d: int, causal: bool, full: bool = True) -> dict:
-    """Median times of one shape; ``full=False`` (the sweep) times only our forward and forward+backward."""
+def time_shape(n: int, d: int, causal: bool, full: bool = True, ragged: bool = False) -> dict:
+    """Median times of one shape; ``full=False`` (the sweep) times only our forward and forward+backward;
+    ``ragged``: key_lengths uniform in [N/2, N] (SDPA still reads every key)."""
     b = max(1, TOKENS // n)
     h = HEADS
     x = attention_inputs(b, h, n, d, torch.bfloat16, seed=n * 3 + d + causal)
     go = torch.randn(b, h, n, d, device=DEVICE, dtype=torch.bfloat16)
     leaves = list(x.values())
-    row = dict(B=b, H=h, N=n, D=d, causal=causal)
+    row = dict(B=b, H=h, N=n, D=d, causal=causal, ragged=ragged)
+    lengths = None
+    if ragged:
+        lengths = torch.randint(n // 2, n + 1, (b,), device=DEVICE)
+        row["mean_length"] = float(lengths.float().mean())
 
     def ours():
-        return continuous_attention(**x, causal=causal, backend="triton")
+        return continuous_attention(**x, causal=causal, key_lengths=lengths, backend="triton", validate=False)
 
     def sdpa():
         return F.scaled_dot_product_attention(x["q"], x["k"], x["v"], is_causal=causal)
@@ -220,14 +268,17 @@ def main() -> int:
     parser.add_argument("--dry-run", action="store_true",
                         help="CPU smoke test under TRITON_INTERPRET=1: tiny shapes, SDPA math backend, no memory")
     args = parser.parse_args()
-    global DEVICE, SDPA_BACKEND, SEQ_LENS, HEAD_DIMS, TOKENS, HEADS, CHECKS, SWEEP_N
+    global DEVICE, SDPA_BACKEND, SEQ_LENS, HEAD_DIMS, TOKENS, HEADS, CHECKS, SWEEP_N, EXTRA_SHAPES, DETERMINISM_SHAPE
     if args.dry_run:
         if not tfn.interpreting():
             print("--dry-run needs TRITON_INTERPRET=1 in the environment")
             return 2
         DEVICE, SDPA_BACKEND, SEQ_LENS, HEAD_DIMS, TOKENS, HEADS = "cpu", SDPBackend.MATH, (33,), (16,), 66, 2
         SWEEP_N = 33
-        CHECKS = [(33, 16, True, torch.bfloat16, True), (21, 16, False, torch.float32, False)]
+        CHECKS = [(33, 16, True, torch.bfloat16, True), (21, 16, False, torch.float32, False),
+                  (21, 8, False, torch.float32, False, 9, True)]
+        EXTRA_SHAPES = [(8, True)]
+        DETERMINISM_SHAPE = (17, 8)
     elif not torch.cuda.is_available():
         print("no CUDA device: this script needs a GPU (or --dry-run under TRITON_INTERPRET=1)")
         return 2
@@ -244,16 +295,21 @@ def main() -> int:
     log(f"{meta}")
 
     checks = []
-    for n, d, causal, dtype, atomic in CHECKS:
+    for n, d, causal, dtype, atomic, *cross in CHECKS:
         try:
-            checks.append(check(n, d, causal, dtype, atomic))
+            checks.append(check(n, d, causal, dtype, atomic, *cross))
         except Exception as exc:  # a compile or launch failure: record it, go on to the timings
             checks.append(dict(n=n, d=d, causal=causal, dtype=str(dtype).replace("torch.", ""), atomic_dq=atomic,
                                ok=False, error=repr(exc)[:300]))
         finally:
             tfn.ATOMIC_DQ = None
         log(f"check {checks[-1]}")
-    all_ok = all(c["ok"] for c in checks)
+    try:
+        deterministic = determinism(*(DETERMINISM_SHAPE or ()))
+    except Exception as exc:
+        deterministic = dict(ok=False, error=repr(exc)[:300])
+    log(f"determinism {deterministic}")
+    all_ok = all(c["ok"] for c in checks) and deterministic["ok"]
     log("CORRECTNESS " + ("PASS" if all_ok else "FAIL: timings below are of a wrong kernel"))
 
     rows, skipped = [], []
@@ -270,6 +326,18 @@ def main() -> int:
                 finally:
                     tfn.ATOMIC_DQ = None
                 log(f"time {rows[-1]}")
+    for d, ragged in EXTRA_SHAPES:
+        n = SEQ_LENS[-2] if len(SEQ_LENS) > 1 else SEQ_LENS[0]
+        if time.time() - T0 > TIME_BUDGET_S:
+            skipped.append((n, d, False, "ragged" if ragged else ""))
+            continue
+        try:
+            rows.append(time_shape(n, d, False, ragged=ragged))
+        except Exception as exc:
+            rows.append(dict(N=n, D=d, causal=False, ragged=ragged, error=repr(exc)[:300]))
+        finally:
+            tfn.ATOMIC_DQ = None
+        log(f"time {rows[-1]}")
     memory = []
     for causal in (False, True) if DEVICE == "cuda" else ():
         if time.time() - T0 > TIME_BUDGET_S + 30:
@@ -282,7 +350,8 @@ def main() -> int:
         log(f"memory {memory[-1]}")
     sweep_rows = sweep() if args.sweep else []
 
-    result = dict(meta=meta, checks=checks, timings=rows, memory=memory, sweep=sweep_rows, skipped=skipped)
+    result = dict(meta=meta, checks=checks, determinism=deterministic, timings=rows, memory=memory,
+                  sweep=sweep_rows, skipped=skipped)
     out_dir = os.environ.get("OUT")
     if out_dir:
         Path(out_dir).mkdir(parents=True, exist_ok=True)
@@ -296,13 +365,15 @@ def main() -> int:
     print()
     print(f"{meta['device']}  torch {meta['torch']}  triton {meta['triton']}  {meta['date']}")
     print("correctness (worst rel. error over o and all grads): "
-          + ", ".join(f"{c['dtype']} N{c['n']} D{c['d']} {'c' if c['causal'] else 'b'}"
+          + ", ".join(f"{c['dtype']} N{c['n']}{'' if c.get('m', c['n']) == c['n'] else ' M' + str(c['m'])} D{c['d']}"
+                      f" {'c' if c['causal'] else 'b'}{' ragged' if c.get('ragged') else ''}"
                       f"{'' if c.get('atomic_dq', True) else ' dqk'}: "
                       f"{c.get('worst', math.nan):.1e}{'' if c['ok'] else ' FAIL'}" for c in checks))
+    print(f"determinism (ATOMIC_DQ=None under use_deterministic_algorithms): {deterministic}")
     print(f"{'B,H,N,D':>16} {'causal':>6} {'fwd ms':>8} {'f+b ms':>8} {'f+b dqk':>8} {'sdpa f':>8} "
           f"{'sdpa f+b':>8} {'ratio f':>7} {'ratio fb':>8} {'TF/s f':>7} {'TF/s fb':>7}")
     for r in rows:
-        shape = f"{r.get('B', '?')},{r.get('H', '?')},{r['N']},{r['D']}"
+        shape = f"{r.get('B', '?')},{r.get('H', '?')},{r['N']},{r['D']}{' ragged' if r.get('ragged') else ''}"
         if "error" in r:
             print(f"{shape:>16} {str(r['causal']):>6} ERROR {r['error'][:80]}")
             continue

@@ -255,8 +255,11 @@ def _base():
     [
         (lambda x: x.update(backend="cuda"), "backend"),
         (lambda x: x.update(q=x["q"][0]), r"`q` must have shape \[B, H, N, D\]"),
-        (lambda x: x.update(k=x["k"][..., :3, :]), "`k` must have the shape of `q`"),
+        (lambda x: x.update(k=x["k"][..., :3]), r"`k` must have shape \[B, H, N, D\] = \[1, 2, N, 4\]"),
+        (lambda x: x.update(k=x["k"][:, :1]), "`k` must have shape"),
         (lambda x: x.update(v=x["v"][..., :3, :]), "`v` must have shape"),
+        (lambda x: x.update(k=x["k"][..., :3, :], v=x["v"][..., :3, :], causal=True),
+         "causal attention needs as many queries as keys"),
         (lambda x: x.update(v=x["v"].double()), "`v` has dtype torch.float64 but `q` has torch.float32"),
         (lambda x: x.update(q=x["q"].long(), k=x["k"].long(), v=x["v"].long()), "float16, bfloat16, float32 or float64"),
         (lambda x: x.update(k0=torch.zeros(3, 1, 4)), "`k0` of shape"),
@@ -269,7 +272,7 @@ def _base():
         (lambda x: x.update(q=x["q"].numpy()), "`q` must be a torch.Tensor"),
         (lambda x: x.update(scale=float("inf")), "`scale` must be a finite"),
         (lambda x: x.update(causal="yes"), "`causal` must be a bool"),
-        (lambda x: x.update(q=x["q"][..., :0, :], k=x["k"][..., :0, :], v=x["v"][..., :0, :]), "N >= 1"),
+        (lambda x: x.update(q=x["q"][..., :0, :]), "M >= 1"),
     ],
 )
 def test_bad_input_raises_a_clear_value_error(mutate, match):
@@ -310,8 +313,11 @@ def test_auto_backend_falls_back_to_torch_outside_the_kernel_envelope():
             self.dtype, self.shape = dtype, (1, 1, 5, d)
 
     assert resolve_backend("auto", FakeCuda(torch.float32, 64)) == "triton"
-    assert resolve_backend("auto", FakeCuda(torch.float32, 64), dv=24) == "torch"
-    assert resolve_backend("auto", FakeCuda(torch.float32, 8)) == "torch"
+    assert resolve_backend("auto", FakeCuda(torch.bfloat16, 8)) == "triton"    # every head dim 1..128
+    assert resolve_backend("auto", FakeCuda(torch.float16, 4), dv=24) == "triton"
+    assert resolve_backend("auto", FakeCuda(torch.float32, 1), dv=128) == "triton"
+    assert resolve_backend("auto", FakeCuda(torch.float32, 64), dv=129) == "torch"
+    assert resolve_backend("auto", FakeCuda(torch.float32, 256)) == "torch"
     assert resolve_backend("auto", FakeCuda(torch.float64, 64)) == "torch"
     assert resolve_backend("auto", torch.zeros(1, 1, 5, 64)) == "torch"  # CPU tensors
 
@@ -326,10 +332,15 @@ from hypothesis import strategies as st  # noqa: E402
 @given(
     b=st.integers(1, 2), h=st.integers(1, 3), n=st.integers(1, 40), d=st.integers(1, 9), dv=st.integers(1, 7),
     causal=st.booleans(), sink=st.sampled_from(["zeros", "given", "first"]), irregular=st.booleans(),
-    q_scale=st.floats(0.0, 8.0), seed=st.integers(0, 2**16),
+    q_scale=st.floats(0.0, 8.0), seed=st.integers(0, 2**16), m=st.integers(1, 40), ragged=st.booleans(),
 )
-def test_torch_matches_reference_on_random_problems(b, h, n, d, dv, causal, sink, irregular, q_scale, seed):
+def test_torch_matches_reference_on_random_problems(b, h, n, d, dv, causal, sink, irregular, q_scale, seed, m,
+                                                    ragged):
     x = make_inputs(b=b, h=h, n=n, d=d, dv=dv, sink=sink, irregular=irregular, seed=seed, q_scale=q_scale)
+    if not causal:   # cross-attention: m queries (possibly != n) read the n keys
+        x["q"] = q_scale * torch.randn(b, h, m, d, dtype=F64, generator=torch.Generator().manual_seed(seed + 1))
+    if ragged:
+        x["key_lengths"] = torch.randint(0, n + 1, (b,), generator=torch.Generator().manual_seed(seed + 2))
     ref = continuous_attention(**x, causal=causal, backend="reference")
     out = continuous_attention(**x, causal=causal, backend="torch")
     assert rel_err(out, ref) <= 1e-10

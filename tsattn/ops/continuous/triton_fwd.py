@@ -1,8 +1,14 @@
 """Triton forward kernel of continuous attention, and the elementwise helpers both passes share.
 
-Segment form, exponential domain (see torch_impl.py and docs/continuous-attention.md). Keys and
-values are the full knot tensors (sink at knot 0, so N + 1 rows); interval column c = 0..N-1 joins
-knot c ("prev") and knot c + 1 ("cur") and has length dt[b, c]. For a tile of queries x intervals:
+Segment form, exponential domain (see torch_impl.py and docs/continuous-attention.md). M queries;
+keys and values are the full knot tensors (sink at knot 0, so N + 1 rows); interval column
+c = 0..N-1 joins knot c ("prev") and knot c + 1 ("cur") and has length dt[b, c]. Batch row b uses
+intervals c < NV = min(N, key_lengths[b]) only: every interval mask tests c < NV (N without
+lengths), so padded keys, values and spacings are never loaded, and loops stop at NV. A row with
+NV = 0 sees the sink alone (o = v0, LSE = scale q . k0). Head dims D, DV are any size <= 128:
+tiles are DP, DVP wide (a power of two >= 16) and masked loads fill the extra columns with zeros,
+which add nothing to q . k and give output columns that are never stored. For a tile of queries x
+intervals:
 
     a_p = scale q . keys[c],   a_c = scale q . keys[c + 1],   d = a_c - a_p
     e_p = exp(a_p - m),        e_c = exp(a_c - m)            (m: running row max over seen knots)
@@ -50,12 +56,12 @@ N_DP2_ODD = tl.constexpr(len(_DP2[1::2]))
 # Elementwise helpers
 # ---------------------------------------------------------------------------------------------
 @triton.jit
-def _query_tile(N, H, BM: tl.constexpr, CAUSAL: tl.constexpr):
-    """(batch, head, first query row) of this program's BM-query tile.
+def _query_tile(M, H, BM: tl.constexpr, CAUSAL: tl.constexpr):
+    """(batch, head, first query row) of this program's BM-query tile (M queries per head).
 
     1-D grid (no 65535 cap on B*H); programs of one head are adjacent, so K/V stay in L2; causal
     tiles go longest rows first."""
-    num_m = tl.cdiv(N, BM)
+    num_m = tl.cdiv(M, BM)
     bh = tl.program_id(0) // num_m
     pid_m = tl.program_id(0) % num_m
     if CAUSAL:
@@ -64,22 +70,56 @@ def _query_tile(N, H, BM: tl.constexpr, CAUSAL: tl.constexpr):
 
 
 @triton.jit
-def _interval_tiles(k_ptrs, v_ptrs, dt_ptrs, s, cols, N, stride_kn, stride_vn, stride_dtn, MASK: tl.constexpr):
+def _valid_intervals(LENS, b, N, HAS_LENS: tl.constexpr):
+    """NV: how many intervals batch row b integrates over, min(N, key_lengths[b]) (N without lengths)."""
+    if HAS_LENS:
+        nv = tl.minimum(tl.load(LENS + b), N)
+    else:
+        nv = N
+    return nv
+
+
+@triton.jit
+def _load_tile(ptrs, row_ok, offs_c, COLS: tl.constexpr, BC: tl.constexpr, MASK_ROWS: tl.constexpr):
+    """A [R, BC] tile: rows where ``row_ok`` (MASK_ROWS=True; else every row is read), columns
+    >= COLS (zero padding of a head dim COLS to the tile width BC) read as 0."""
+    if MASK_ROWS:
+        if COLS < BC:
+            t = tl.load(ptrs, mask=row_ok[:, None] & (offs_c[None, :] < COLS), other=0.0)
+        else:
+            t = tl.load(ptrs, mask=row_ok[:, None], other=0.0)
+    else:
+        if COLS < BC:
+            t = tl.load(ptrs, mask=offs_c[None, :] < COLS, other=0.0)
+        else:
+            t = tl.load(ptrs)
+    return t
+
+
+@triton.jit
+def _store_tile(ptrs, x, row_ok, offs_c, COLS: tl.constexpr, BC: tl.constexpr):
+    """Store the rows of a [R, BC] tile where ``row_ok``, columns < COLS only."""
+    if COLS < BC:
+        tl.store(ptrs, x, mask=row_ok[:, None] & (offs_c[None, :] < COLS))
+    else:
+        tl.store(ptrs, x, mask=row_ok[:, None])
+
+
+@triton.jit
+def _interval_tiles(k_ptrs, v_ptrs, dt_ptrs, s, cols, NV, stride_kn, stride_vn, stride_dtn, offs_d, offs_dv,
+                    D: tl.constexpr, DP: tl.constexpr, DV: tl.constexpr, DVP: tl.constexpr, MASK: tl.constexpr):
     """Keys and values of both ends of intervals [s, s + BN) (knots c and c + 1) and their spacings.
 
-    MASK=True zero-fills rows past N (their contributions vanish; dt is filled with 1)."""
+    MASK=True zero-fills intervals c >= NV (their contributions vanish; dt is filled with 1), so
+    nothing past a row's length is read."""
+    cmask = cols < NV
+    kp = _load_tile(k_ptrs + s * stride_kn, cmask, offs_d, D, DP, MASK)
+    kc = _load_tile(k_ptrs + (s + 1) * stride_kn, cmask, offs_d, D, DP, MASK)
+    vp = _load_tile(v_ptrs + s * stride_vn, cmask, offs_dv, DV, DVP, MASK)
+    vc = _load_tile(v_ptrs + (s + 1) * stride_vn, cmask, offs_dv, DV, DVP, MASK)
     if MASK:
-        cmask = cols < N
-        kp = tl.load(k_ptrs + s * stride_kn, mask=cmask[:, None], other=0.0)
-        kc = tl.load(k_ptrs + (s + 1) * stride_kn, mask=cmask[:, None], other=0.0)
-        vp = tl.load(v_ptrs + s * stride_vn, mask=cmask[:, None], other=0.0)
-        vc = tl.load(v_ptrs + (s + 1) * stride_vn, mask=cmask[:, None], other=0.0)
         dtv = tl.load(dt_ptrs + s * stride_dtn, mask=cmask, other=1.0)
     else:
-        kp = tl.load(k_ptrs + s * stride_kn)
-        kc = tl.load(k_ptrs + (s + 1) * stride_kn)
-        vp = tl.load(v_ptrs + s * stride_vn)
-        vc = tl.load(v_ptrs + (s + 1) * stride_vn)
         dtv = tl.load(dt_ptrs + s * stride_dtn)
     return kp, kc, vp, vc, dtv
 
@@ -153,24 +193,27 @@ def _segment_weights_and_slope(d, e_p, e_c):
 # ---------------------------------------------------------------------------------------------
 @triton.jit
 def _fwd_inner(
-    acc, l_i, m_i, q, kp_ptrs, vp_ptrs, dt_ptrs, rows, offs_n, lo, hi, N, scale, qk_scale,
+    acc, l_i, m_i, q, kp_ptrs, vp_ptrs, dt_ptrs, rows, offs_n, offs_d, offs_dv, lo, hi, NV, scale, qk_scale,
     stride_kn, stride_vn, stride_dtn,
     CAUSAL: tl.constexpr, MASK: tl.constexpr, BN: tl.constexpr, DOT_PREC: tl.constexpr,
+    D: tl.constexpr, DP: tl.constexpr, DV: tl.constexpr, DVP: tl.constexpr,
 ):
     """Interval blocks [s, s + BN) for s in [lo, hi): online softmax over the segment weights.
 
     s_p, s_c are the raw dots q.k (scale >= 0: the launcher flips q's sign otherwise), m_i their
     running row max; exp2(s qk_scale - m qk_scale) is one FMA, d = (s_c - s_p) scale one more
-    multiply. MASK=False is the fast path for blocks every row of the query block sees in full."""
+    multiply. MASK=False is the fast path for blocks every row of the query block sees in full
+    (all intervals < NV, and causal: <= every row)."""
     for s in range(lo, hi, BN):
         cols = s + offs_n
-        kp, kc, vp, vc, dtv = _interval_tiles(kp_ptrs, vp_ptrs, dt_ptrs, s, cols, N,
-                                              stride_kn, stride_vn, stride_dtn, MASK)
+        kp, kc, vp, vc, dtv = _interval_tiles(kp_ptrs, vp_ptrs, dt_ptrs, s, cols, NV,
+                                              stride_kn, stride_vn, stride_dtn, offs_d, offs_dv,
+                                              D, DP, DV, DVP, MASK)
         s_p = _dot(q, tl.trans(kp), None, DOT_PREC)
         s_c = _dot(q, tl.trans(kc), None, DOT_PREC)
         top = tl.maximum(s_p, s_c)
         if MASK:
-            valid = (cols < N)[None, :]
+            valid = (cols < NV)[None, :]
             if CAUSAL:
                 valid = valid & (cols[None, :] <= rows[:, None])
             top = tl.where(valid, top, float("-inf"))
@@ -194,49 +237,91 @@ def _fwd_inner(
 
 
 @triton.jit
+def _fwd_rows(
+    q, kp_ptrs, vp_ptrs, dt_ptrs, rows, t0, offs_n, offs_d, offs_dv, nv, scale,
+    stride_kn, stride_vn, stride_dtn,
+    CAUSAL: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, DOT_PREC: tl.constexpr,
+    D: tl.constexpr, DP: tl.constexpr, DV: tl.constexpr, DVP: tl.constexpr,
+):
+    """Online-softmax state (acc [BM, DVP], l_i, m_i) of a query block over the intervals c < nv it
+    sees (nv >= 1): first the blocks every row sees in full (unmasked), then the rest (masked);
+    o = acc / l_i and LSE = m_i scale + log(l_i)."""
+    m_i = tl.full([BM], -1e30, tl.float32)   # finite: (m_i - m_new) * qk_scale is 0, not NaN, at scale 0
+    l_i = tl.zeros([BM], tl.float32)
+    acc = tl.zeros([BM, DVP], tl.float32)
+    qk_scale = scale * LOG2E
+    # Interval c is fully seen by the block iff c < nv and (causal) c <= t0.
+    if CAUSAL:
+        lim = tl.minimum(nv, t0 + 1)
+        hi = tl.minimum(nv, t0 + BM)
+    else:
+        lim = nv
+        hi = nv
+    full_end = (lim // BN) * BN
+    acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, kp_ptrs, vp_ptrs, dt_ptrs, rows, offs_n, offs_d, offs_dv,
+                               0, full_end, nv, scale, qk_scale, stride_kn, stride_vn, stride_dtn,
+                               CAUSAL, False, BN, DOT_PREC, D, DP, DV, DVP)
+    acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, kp_ptrs, vp_ptrs, dt_ptrs, rows, offs_n, offs_d, offs_dv,
+                               full_end, hi, nv, scale, qk_scale, stride_kn, stride_vn, stride_dtn,
+                               CAUSAL, True, BN, DOT_PREC, D, DP, DV, DVP)
+    return acc, l_i, m_i
+
+
+@triton.jit
+def _lone_sink(q, k_base, v_base, offs_d, offs_dv, stride_kd, stride_vd, scale,
+               BM: tl.constexpr, D: tl.constexpr, DV: tl.constexpr, DVP: tl.constexpr):
+    """(o, LSE) of query rows that see the sink alone (no interval): o = v0, LSE = scale q . k0."""
+    k0 = tl.load(k_base + offs_d * stride_kd, mask=offs_d < D, other=0.0).to(tl.float32)
+    v0 = tl.load(v_base + offs_dv * stride_vd, mask=offs_dv < DV, other=0.0).to(tl.float32)
+    o = tl.zeros([BM, DVP], tl.float32) + v0[None, :]
+    return o, tl.sum(q.to(tl.float32) * k0[None, :], 1) * scale
+
+
+@triton.jit
 def _fwd_kernel(
-    Q, KEYS, VALUES, DT, O, LSE,
+    Q, KEYS, VALUES, DT, LENS, O, LSE,
     stride_qb, stride_qh, stride_qn, stride_qd,
     stride_kb, stride_kh, stride_kn, stride_kd,
     stride_vb, stride_vh, stride_vn, stride_vd,
     stride_dtb, stride_dtn,
     stride_ob, stride_oh, stride_on, stride_od,
-    N, H, scale,
-    CAUSAL: tl.constexpr, D: tl.constexpr, DV: tl.constexpr,
+    M, N, H, scale,
+    CAUSAL: tl.constexpr, HAS_LENS: tl.constexpr,
+    D: tl.constexpr, DP: tl.constexpr, DV: tl.constexpr, DVP: tl.constexpr,
     BM: tl.constexpr, BN: tl.constexpr, DOT_PREC: tl.constexpr,
 ):
-    """One program: BM queries of one (batch, head); O [B,H,N,DV] and LSE [B,H,N] (fp32)."""
-    b, h, t0 = _query_tile(N, H, BM, CAUSAL)
+    """One program: BM queries of one (batch, head); O [B,H,M,DV] and LSE [B,H,M] (fp32).
+    LENS: [B] int32 valid keys per batch row (read only when HAS_LENS); causal needs M == N."""
+    b, h, t0 = _query_tile(M, H, BM, CAUSAL)
     rows = t0 + tl.arange(0, BM)
     offs_n = tl.arange(0, BN)
-    offs_d = tl.arange(0, D)
-    offs_dv = tl.arange(0, DV)
-    rmask = rows < N
+    offs_d = tl.arange(0, DP)
+    offs_dv = tl.arange(0, DVP)
+    rmask = rows < M
+    nv = _valid_intervals(LENS, b, N, HAS_LENS)
 
-    q = tl.load(Q + b * stride_qb + h * stride_qh + rows[:, None] * stride_qn + offs_d[None, :] * stride_qd,
-                mask=rmask[:, None], other=0.0)
-    kp_ptrs = KEYS + b * stride_kb + h * stride_kh + offs_n[:, None] * stride_kn + offs_d[None, :] * stride_kd
-    vp_ptrs = VALUES + b * stride_vb + h * stride_vh + offs_n[:, None] * stride_vn + offs_dv[None, :] * stride_vd
+    q = _load_tile(Q + b * stride_qb + h * stride_qh + rows[:, None] * stride_qn + offs_d[None, :] * stride_qd,
+                   rmask, offs_d, D, DP, True)
+    k_base = KEYS + b * stride_kb + h * stride_kh
+    v_base = VALUES + b * stride_vb + h * stride_vh
+    kp_ptrs = k_base + offs_n[:, None] * stride_kn + offs_d[None, :] * stride_kd
+    vp_ptrs = v_base + offs_n[:, None] * stride_vn + offs_dv[None, :] * stride_vd
     dt_ptrs = DT + b * stride_dtb + offs_n * stride_dtn
 
-    m_i = tl.full([BM], -1e30, tl.float32)   # finite: (m_i - m_new) * qk_scale is 0, not NaN, at scale 0
-    l_i = tl.zeros([BM], tl.float32)
-    acc = tl.zeros([BM, DV], tl.float32)
-    qk_scale = scale * LOG2E
-    # Interval c is fully seen by the block iff c < N and (causal) c <= t0.
-    if CAUSAL:
-        lim = tl.minimum(N, t0 + 1)
-        hi = tl.minimum(N, t0 + BM)
+    o_ptrs = O + b * stride_ob + h * stride_oh + rows[:, None] * stride_on + offs_dv[None, :] * stride_od
+    lse_ptrs = LSE + (b * H + h) * M + rows
+    if HAS_LENS:
+        if nv == 0:   # no interval: the row integrates over the point tau_0, the sink alone (weight 1)
+            o, lse = _lone_sink(q, k_base, v_base, offs_d, offs_dv, stride_kd, stride_vd, scale, BM, D, DV, DVP)
+        else:
+            acc, l_i, m_i = _fwd_rows(q, kp_ptrs, vp_ptrs, dt_ptrs, rows, t0, offs_n, offs_d, offs_dv, nv, scale,
+                                      stride_kn, stride_vn, stride_dtn, CAUSAL, BM, BN, DOT_PREC, D, DP, DV, DVP)
+            o = acc / l_i[:, None]
+            lse = m_i * scale + tl.log(l_i)
+        _store_tile(o_ptrs, o.to(O.dtype.element_ty), rmask, offs_dv, DV, DVP)
+        tl.store(lse_ptrs, lse, mask=rmask)
     else:
-        lim = N
-        hi = N
-    full_end = (lim // BN) * BN
-    acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, kp_ptrs, vp_ptrs, dt_ptrs, rows, offs_n, 0, full_end, N,
-                               scale, qk_scale, stride_kn, stride_vn, stride_dtn, CAUSAL, False, BN, DOT_PREC)
-    acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, kp_ptrs, vp_ptrs, dt_ptrs, rows, offs_n, full_end, hi, N,
-                               scale, qk_scale, stride_kn, stride_vn, stride_dtn, CAUSAL, True, BN, DOT_PREC)
-
-    o = acc / l_i[:, None]
-    tl.store(O + b * stride_ob + h * stride_oh + rows[:, None] * stride_on + offs_dv[None, :] * stride_od,
-             o.to(O.dtype.element_ty), mask=rmask[:, None])
-    tl.store(LSE + (b * H + h) * N + rows, m_i * scale + tl.log(l_i), mask=rmask)   # natural log
+        acc, l_i, m_i = _fwd_rows(q, kp_ptrs, vp_ptrs, dt_ptrs, rows, t0, offs_n, offs_d, offs_dv, nv, scale,
+                                  stride_kn, stride_vn, stride_dtn, CAUSAL, BM, BN, DOT_PREC, D, DP, DV, DVP)
+        _store_tile(o_ptrs, (acc / l_i[:, None]).to(O.dtype.element_ty), rmask, offs_dv, DV, DVP)
+        tl.store(lse_ptrs, m_i * scale + tl.log(l_i), mask=rmask)                 # natural log
