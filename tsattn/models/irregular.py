@@ -32,9 +32,9 @@ No leakage: a query's forecast depends on the history and on that query's own ti
 only (queries never attend to each other; target values never enter the model).
 
 Efficiency: the sequences are short and ragged (PhysioNet: a variable has 1 to ~100 observations in
-24 h, median 3), so the observed (series, variable) rows are sorted by length and processed in
-``n_buckets`` groups, each padded to its own longest row; the padding is ignored exactly
-(``key_lengths``).
+24 h, median 3), so the observed (series, variable) rows are grouped by length into power-of-two
+buckets (at most ``n_buckets``), each padded to its own longest row (at most twice a row's length);
+the padding is ignored exactly (``key_lengths``).
 """
 from __future__ import annotations
 
@@ -68,26 +68,25 @@ def _group(keys: Tensor, mask: Tensor, n_keys: int) -> tuple[Tensor, Tensor, Ten
 
 
 class _Buckets:
-    """Observed rows (keys with at least one element), sorted by length and cut into buckets.
+    """Observed rows (keys with at least one element), grouped by length into power-of-two buckets.
 
-    For a key k with an element count > 0: ``bucket_of[k]`` and ``slot_of[k]`` (its row in the bucket);
-    ``rows[b]`` [R_b] the keys of bucket b and ``width[b]`` its longest row.
+    Bucket k holds the rows whose length is in (2^(k-1), 2^k] (up to ``max_buckets`` buckets; the last
+    takes every longer row), so a row is padded to at most twice its length. For a key k with an
+    element count > 0: ``bucket_of[k]`` and ``slot_of[k]`` (its row in the bucket); ``rows[b]`` [R_b]
+    the keys of bucket b (by length) and ``width[b]`` its longest row.
     """
 
-    def __init__(self, counts: Tensor, n_buckets: int) -> None:
+    def __init__(self, counts: Tensor, max_buckets: int) -> None:
         observed = torch.nonzero(counts > 0).squeeze(1)
         observed = observed[torch.argsort(counts[observed], stable=True)]       # short rows first
-        n = observed.numel()
-        n_buckets = max(1, min(n_buckets, n))
-        edges = [round(i * n / n_buckets) for i in range(n_buckets + 1)]
+        lengths = counts[observed]
+        level = torch.ceil(torch.log2(lengths.double())).long().clamp(max=max(1, max_buckets) - 1)
         self.bucket_of = torch.full_like(counts, -1)
         self.slot_of = torch.full_like(counts, -1)
         self.rows: list[Tensor] = []
         self.width: list[int] = []
-        for b in range(n_buckets):
-            rows = observed[edges[b]:edges[b + 1]]
-            if rows.numel() == 0:
-                continue
+        for k in torch.unique(level).tolist():
+            rows = observed[level == k]
             self.bucket_of[rows] = len(self.rows)
             self.slot_of[rows] = torch.arange(rows.numel(), device=counts.device)
             self.rows.append(rows)
@@ -167,8 +166,8 @@ class IrregularTransformer(nn.Module):
             are of order 1: for hours, 1).
         time_features: size of the learned time features of a query.
         rope_base: RoPE frequency base.
-        n_buckets: length buckets for the ragged variable sequences (speed only; any value gives
-            the same result up to rounding).
+        n_buckets: most length buckets for the ragged variable sequences (speed only; any value
+            gives the same result up to rounding).
     """
 
     input_kind = "observations"
@@ -189,7 +188,7 @@ class IrregularTransformer(nn.Module):
         time_scale: float = 1.0,
         time_features: int = 16,
         rope_base: float = 10000.0,
-        n_buckets: int = 4,
+        n_buckets: int = 8,
     ) -> None:
         super().__init__()
         if n_variables < 1:
@@ -295,30 +294,49 @@ class IrregularTransformer(nn.Module):
         q_flat = (self.variable_embedding(y_var.reshape(-1)[q_order].long())
                   + self.query_state(state.reshape(B * V, d)[q_key])
                   + self.query_time(q_time) + self.query_last(last_features))            # [Q, d]
-        out_flat = q_flat.new_zeros(q_key.numel())
 
-        groups = [(b, buckets.bucket_of[q_key] == b) for b in range(len(buckets.rows))]
-        groups.append((None, counts[q_key] == 0))                                         # never observed
-        for b, sel in groups:
-            if not bool(sel.any()):
+        # Query rows (series, variable) in groups that share a key layout: one per history bucket, and
+        # one for variables never observed (they read the sink alone). Only the attention core runs on
+        # the padded [rows, queries] layout; projections and feed-forward run on the flat queries.
+        groups = []
+        for b in range(len(buckets.rows) + 1):
+            sel = (buckets.bucket_of[q_key] == b) if b < len(buckets.rows) else (counts[q_key] == 0)
+            index = torch.nonzero(sel).squeeze(1)                                         # [Q_g] flat queries
+            if index.numel() == 0:
                 continue
-            g_key, g_rank = q_key[sel], q_rank[sel]
-            g_rows, g_slot = torch.unique(g_key, return_inverse=True)                     # query rows of the group
+            g_rows, g_slot = torch.unique(q_key[index], return_inverse=True)
             width = int(q_counts[g_rows].max())
-            queries = q_flat.new_zeros(g_rows.numel(), width, d)
-            queries[g_slot, g_rank] = q_flat[sel]
             q_times = q_flat.new_zeros(g_rows.numel(), width)
-            q_times[g_slot, g_rank] = q_time[sel]
-            if b is None:                                                                 # the sink alone
-                mem = q_flat.new_zeros(g_rows.numel(), 1, d)
-                mem_times = q_flat.new_zeros(g_rows.numel(), 1)
-                mem_lengths = torch.zeros(g_rows.numel(), dtype=torch.long, device=y_var.device)
-            else:
+            q_times[g_slot, q_rank[index]] = q_time[index]
+            if b < len(buckets.rows):
                 slots = buckets.slot_of[g_rows]
-                mem, mem_times, mem_lengths = memory[b][slots], times[b][slots], lengths[b][slots]
-            for block in self.decoder:
-                queries = block(queries, q_times, memory=mem, memory_positions=mem_times, key_lengths=mem_lengths)
-            out_flat[sel] = self.head(self.norm_out(queries)).squeeze(-1)[g_slot, g_rank]
+                layout = (b, slots, times[b][slots], lengths[b][slots])
+            else:
+                layout = (None, g_rows.numel(), q_flat.new_zeros(g_rows.numel(), 1),
+                          torch.zeros(g_rows.numel(), dtype=torch.long, device=y_var.device))
+            groups.append((index, g_slot, q_rank[index], width, q_times, layout))
+
+        x = q_flat                                                                        # [Q, d]
+        for block in self.decoder:
+            attn = block.attn
+            H, D = attn.n_heads, attn.head_dim
+            q_proj = attn.project_query(block.norm_attn(x))                               # [Q, d]
+            keys = [attn.project_memory(m) for m in memory]                               # per bucket [R_b, W_b, H, D]
+            o = torch.zeros_like(x)
+            for index, g_slot, g_rank, width, q_times, (b, slots, mem_times, mem_lengths) in groups:
+                q = q_flat.new_zeros(q_times.shape[0], width, d)
+                q[g_slot, g_rank] = q_proj[index]
+                q = q.view(q.shape[0], width, H, D).transpose(1, 2)                       # [R_g, H, M_g, D]
+                if b is None:                                                             # the sink alone
+                    k = v = q.new_zeros(slots, H, 1, D)
+                else:
+                    k, v = (t[slots].transpose(1, 2) for t in keys[b])                    # [R_g, H, W_b, D]
+                og = attn.attend(q, k, v, q_times, mem_times, mem_lengths)                # [R_g, H, M_g, D]
+                og = og.transpose(1, 2).reshape(q.shape[0], width, d)
+                o = o.index_copy(0, index, og[g_slot, g_rank])
+            x = x + attn.output(o)
+            x = x + block.dropout(block.ff(block.norm_ffn(x)))
+        out_flat = self.head(self.norm_out(x)).squeeze(-1)                                # [Q]
 
         out = y_time.new_zeros(y_time.numel())
         out[q_order] = out_flat

@@ -159,30 +159,68 @@ class MultiHeadAttention(nn.Module):
         if memory is None:
             q, k, v = self.qkv(x).view(B, M, 3, H, D).permute(2, 0, 3, 1, 4)   # each [B, H, M, D]
             memory_positions = positions
-            N = M
         else:
             if self.causal:
                 raise ValueError("cross-attention (memory=...) needs a non-causal layer (causal=False)")
-            d = self.d_model
-            w, b = self.qkv.weight, self.qkv.bias
-            q = F.linear(x, w[:d], None if b is None else b[:d]).view(B, M, H, D).transpose(1, 2)
-            N = memory.shape[1]
-            k, v = F.linear(memory, w[d:], None if b is None else b[d:]).view(B, N, 2, H, D).permute(2, 0, 3, 1, 4)
+            q = self.project_query(x).view(B, M, H, D).transpose(1, 2)        # [B, H, M, D]
+            k, v = (t.transpose(1, 2) for t in self.project_memory(memory))    # [B, H, N, D] each
+        o = self.attend(q, k, v, positions, memory_positions, key_lengths)      # [B, H, M, D]
+        return self.output(o.transpose(1, 2).reshape(B, M, H * D))
 
+    # -- the parts of forward, for callers that project and attend in other layouts ---------------
+    def project_query(self, x: Tensor) -> Tensor:
+        """Query projection of tokens x [..., d_model] -> [..., d_model] (heads concatenated)."""
+        d, w, b = self.d_model, self.qkv.weight, self.qkv.bias
+        return F.linear(x, w[:d], None if b is None else b[:d])
+
+    def project_memory(self, memory: Tensor) -> tuple[Tensor, Tensor]:
+        """Key and value projections of memory tokens [B, N, d_model] -> two [B, N, H, D]."""
+        d, w, b = self.d_model, self.qkv.weight, self.qkv.bias
+        B, N, _ = memory.shape
+        kv = F.linear(memory, w[d:], None if b is None else b[d:]).view(B, N, 2, self.n_heads, self.head_dim)
+        return kv[:, :, 0], kv[:, :, 1]
+
+    def output(self, o: Tensor) -> Tensor:
+        """Output projection (and dropout) of attention outputs [..., d_model] (heads concatenated)."""
+        return self.proj_dropout(self.out_proj(o))
+
+    def attend(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        positions: Optional[Tensor] = None,
+        memory_positions: Optional[Tensor] = None,
+        key_lengths: Optional[Tensor] = None,
+    ) -> Tensor:
+        """The attention core on projected heads: RoPE, the sink, then softmax or continuous attention.
+
+        Args:
+            q: [B, H, M, D]; k, v: [B, H, N, D].
+            positions: [B, M] or [M] query times (None = 0..M-1).
+            memory_positions: [B, N] or [N] key times (None = 0..N-1); pass the same tensor as
+                ``positions`` for self-attention (the rotation is then computed once).
+            key_lengths: [B] real keys per row (None = all).
+        Returns:
+            [B, H, M, D].
+        """
+        B, H, M, D = q.shape
+        N = k.shape[2]
+        same_times = memory_positions is positions and M == N
         dt = None                                                   # None = all ones (regular)
         if memory_positions is not None:
             memory_positions = _as_float(memory_positions).expand(B, N)   # [B, N]
             dt = knot_dt(memory_positions)                          # [B, N]
         if self.rope:
             if memory_positions is None:
-                memory_positions = torch.arange(N, device=x.device, dtype=torch.float32).expand(B, N)
+                memory_positions = torch.arange(N, device=q.device, dtype=torch.float32).expand(B, N)
             cos_k, sin_k = rope_angles(memory_positions, D, self.rope_base)   # [B, 1, N, D/2]
             k = apply_rope(k, cos_k, sin_k)
-            if memory is None:                                      # self-attention: the same times
+            if same_times:                                          # self-attention: the same times
                 q = apply_rope(q, cos_k, sin_k)
             else:
                 if positions is None:
-                    positions = torch.arange(M, device=x.device, dtype=torch.float32)
+                    positions = torch.arange(M, device=q.device, dtype=torch.float32)
                 cos, sin = rope_angles(_as_float(positions).expand(B, M), D, self.rope_base)   # [B, 1, M, D/2]
                 q = apply_rope(q, cos, sin)
 
@@ -195,12 +233,9 @@ class MultiHeadAttention(nn.Module):
         if self._attention == "continuous":
             # validate=False: knot times were checked where the data entered (strictly increasing),
             # so the op's value checks, which synchronise a GPU, are skipped on every step.
-            o = continuous_attention(q, k, v, k0, v0, causal=self.causal, dt=dt, key_lengths=key_lengths,
-                                     backend=self.backend, validate=False)
-        else:
-            o = self._softmax(q, k, v, k0, v0, key_lengths)         # [B, H, M, D]
-        o = o.transpose(1, 2).reshape(B, M, H * D)                  # [B, M, d_model]
-        return self.proj_dropout(self.out_proj(o))
+            return continuous_attention(q, k, v, k0, v0, causal=self.causal, dt=dt, key_lengths=key_lengths,
+                                        backend=self.backend, validate=False)
+        return self._softmax(q, k, v, k0, v0, key_lengths)
 
     def _softmax(self, q: Tensor, k: Tensor, v: Tensor, k0: Tensor, v0: Tensor,
                  key_lengths: Optional[Tensor] = None) -> Tensor:
