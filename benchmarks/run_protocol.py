@@ -2,6 +2,8 @@
 
     python benchmarks/run_protocol.py --dataset ETTh1 --attention softmax --epochs 100 --seed 2021
     python benchmarks/run_protocol.py --config configs/ETTh1/patchtst_continuous_96.yaml --epochs 30
+    python benchmarks/run_protocol.py --config configs/physionet2012/irregular_continuous.yaml --seed 1 \
+        --set model.lr=0.0003 --set model.model_kwargs.n_layers=3
 
 A run reads a config of ``configs/`` (default: ``configs/<dataset>/patchtst_<attention>_<horizon>.yaml``)
 and builds the trainer, model and data module from it exactly as ``tsattn fit --config`` does
@@ -97,11 +99,26 @@ def apply_overrides(config: dict[str, Any], args: argparse.Namespace) -> dict[st
     return config
 
 
+def set_option(config: dict[str, Any], assignment: str) -> None:
+    """Apply one ``--set section.key.subkey=value`` (the value read as YAML) to ``config`` in place."""
+    path, sep, text = assignment.partition("=")
+    keys = path.strip().split(".")
+    if not sep or not all(keys):
+        raise SystemExit(f"--set wants section.key=value (e.g. model.lr=0.0003); got {assignment!r}")
+    node = config
+    for key in keys[:-1]:
+        node = node.setdefault(key, {})
+        if not isinstance(node, dict):
+            raise SystemExit(f"--set {assignment!r}: {key!r} is not a section of the config")
+    node[keys[-1]] = yaml.safe_load(text)
+
+
 def run_name(config: dict[str, Any], switch_epoch: Optional[int]) -> str:
     model, data = config.get("model", {}), data_arguments(config)
     dataset = str(data.get("data", "data"))
     dataset = pathlib.Path(dataset).stem if ("/" in dataset or dataset.endswith(".csv")) else dataset
-    name = (f"{dataset}_{model.get('model', 'patchtst')}_{model.get('attention', 'softmax')}_h{data.get('horizon')}"
+    horizon = f"_h{data['horizon']}" if data.get("horizon") is not None else ""
+    name = (f"{dataset}_{model.get('model', 'patchtst')}_{model.get('attention', 'softmax')}{horizon}"
             f"_s{config.get('seed_everything')}")
     return name if switch_epoch is None else f"{name}_switch{switch_epoch}"
 
@@ -137,6 +154,8 @@ def main(argv: Optional[Sequence[str]] = None) -> dict[str, Any]:
     parser.add_argument("--model-kwargs", type=json.loads, default={}, help='JSON, e.g. \'{"head_dropout": 0}\'')
     parser.add_argument("--accelerator", help="override trainer.accelerator (default: the config's)")
     parser.add_argument("--threads", type=int, help="torch.set_num_threads")
+    parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                        help="override any config entry, e.g. --set model.lr=0.0003 --set data.init_args.max_series=300")
     parser.add_argument("--tag", default="", help="free text stored with the result")
     parser.add_argument("--runs-dir", type=pathlib.Path, default=ROOT / "runs", help="runs go to <runs-dir>/<name>/")
     parser.add_argument("--out", type=pathlib.Path, default=ROOT / "benchmarks" / "results" / "runs.jsonl")
@@ -147,6 +166,8 @@ def main(argv: Optional[Sequence[str]] = None) -> dict[str, Any]:
 
     path = args.config or ROOT / "configs" / args.dataset / f"patchtst_{args.attention or 'softmax'}_{args.horizon}.yaml"
     config = apply_overrides(yaml.safe_load(path.read_text()), args)
+    for assignment in args.set:
+        set_option(config, assignment)
     name = run_name(config, args.switch_epoch)
     config = add_run_plumbing(config, args.runs_dir / name)
 
@@ -175,7 +196,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict[str, Any]:
         "seconds_per_epoch_median": sorted(timer.seconds)[len(timer.seconds) // 2] if timer.seconds else None,
         "fit_seconds": fit_seconds,
         "config": str(path.resolve().relative_to(ROOT)) if path.resolve().is_relative_to(ROOT) else str(path),
-        "model_kwargs": hp.model_kwargs, "command": " ".join(sys.argv if argv is None else ["run_protocol.py", *argv]),
+        "model_kwargs": hp.model_kwargs, "lr": hp.lr, "overrides": args.set, "command": " ".join(sys.argv if argv is None else ["run_protocol.py", *argv]),
         "commit": commit, "torch": torch.__version__, "threads": torch.get_num_threads(),
         "accelerator": type(trainer.accelerator).__name__, "machine": platform.machine(),
         "date": time.strftime("%Y-%m-%d %H:%M"), "tag": args.tag,

@@ -15,16 +15,18 @@ The data module class is selectable: ``data:`` takes ``class_path`` / ``init_arg
 LightningCLI subclass argument, and defaults to ``tsattn.data.CSVDataModule`` (so a ``data:``
 section without ``class_path`` holds ``CSVDataModule``'s arguments). Any ``LightningDataModule``
 works if it exposes ``lookback``, ``horizon``, ``n_channels_in`` and ``target_index`` attributes
-(linked into the model) and yields the batches ``ForecastModule`` reads.
+(linked into the model) and yields the batches ``ForecastModule`` reads: ``CSVDataModule``
+(windows) and ``tsattn.data.ObservationDataModule`` (irregular observation sets, e.g.
+``configs/physionet2012/*.yaml``) do.
 """
 from __future__ import annotations
 
 import sys
 from typing import Any, Optional, Union
 
+from lightning.pytorch import LightningDataModule
 from lightning.pytorch.cli import LightningCLI
 
-from .data import CSVDataModule
 from .lightning import ForecastModule
 
 DEFAULT_DATA_CLASS = "tsattn.data.CSVDataModule"
@@ -63,7 +65,7 @@ def build_cli(args: Optional[Union[list[str], dict[str, Any]]] = None, *, run: b
     options = dict(save_config_kwargs={"overwrite": True}, auto_configure_optimizers=False,
                    subclass_mode_data=True)
     options.update(kwargs)
-    return ForecastCLI(ForecastModule, CSVDataModule, args=args, run=run, **options)
+    return ForecastCLI(ForecastModule, LightningDataModule, args=args, run=run, **options)
 
 
 def main(args: Optional[list[str]] = None) -> None:

@@ -458,6 +458,22 @@ class ObservationDataModule(pl.LightningDataModule):
     def test_dataset(self) -> ForecastSampleDataset:
         return self._dataset("test")
 
+    # What ``ForecastModule`` is built from (the CLI links these into the model, as for CSVDataModule).
+    @property
+    def lookback(self) -> Optional[float]:
+        """The history span (``history``; None: everything before the origin)."""
+        return self.history
+
+    @property
+    def n_channels_in(self) -> int:
+        """The number of variables V (the model's ``n_channels``)."""
+        return self.n_variables
+
+    @property
+    def target_index(self) -> None:
+        """None: every variable is forecast."""
+        return None
+
     @property
     def variables(self) -> list[str]:
         """The V variable names; ``x_var`` / ``y_var`` index into them."""
