@@ -183,7 +183,16 @@ class ForecastModule(pl.LightningModule):
 
     # -- wiring ------------------------------------------------------------------------------------
     def setup(self, stage: str) -> None:
-        """Take the output channels' scaler statistics from the data module (if it has a scaler)."""
+        """Take the output channels' scaler statistics from the data module (if it has a scaler).
+
+        Under ``Trainer(deterministic=True)`` (``torch.use_deterministic_algorithms(True)``) torch also
+        fills every new uninitialised tensor with NaN, a debugging aid for code that reads memory it never
+        wrote. Nothing here does, and on CPU those fills cost several times the training step of these
+        small models, so ``torch.utils.deterministic.fill_uninitialized_memory`` is turned off (a
+        process-wide setting); the deterministic algorithms stay on.
+        """
+        if torch.are_deterministic_algorithms_enabled():
+            torch.utils.deterministic.fill_uninitialized_memory = False
         dm = getattr(self.trainer, "datamodule", None) if self._trainer is not None else None
         scaler = getattr(dm, "scaler", None) if dm is not None else None
         if scaler is not None:
