@@ -6,10 +6,11 @@ from typing import Optional
 
 import torch
 
+from . import cpu_kernel
 from .reference import continuous_attention_reference
 from .torch_impl import continuous_attention_torch
 
-BACKENDS = ("auto", "reference", "torch", "triton")
+BACKENDS = ("auto", "reference", "torch", "triton", "cpu")
 _FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 # What the Triton kernel handles; "auto" falls back to the torch path for anything else.
 TRITON_HEAD_DIMS = (16, 32, 64, 128)
@@ -73,7 +74,8 @@ def _expand_dt(dt, batch: int, n: int, q: torch.Tensor) -> torch.Tensor:
 
 def resolve_backend(backend: str, q: torch.Tensor, dv: Optional[int] = None) -> str:
     """Map ``backend`` to a concrete one: "auto" is "triton" for CUDA tensors of a dtype and head
-    dims the kernel supports (when Triton imports), else "torch"."""
+    dims the kernel supports (when Triton imports), "cpu" for CPU tensors when the CPU kernel is
+    built (``cpu_kernel.available``), else "torch"."""
     if backend not in BACKENDS:
         raise ValueError(f"`backend` must be one of {BACKENDS}, got {backend!r}")
     if backend != "auto":
@@ -85,6 +87,8 @@ def resolve_backend(backend: str, q: torch.Tensor, dv: Optional[int] = None) -> 
         except ImportError:
             return "torch"
         return "triton"
+    if not q.is_cuda and q.device.type == "cpu" and cpu_kernel.available():
+        return "cpu"
     return "torch"
 
 
@@ -117,7 +121,9 @@ def continuous_attention(
         scale: multiplies q . k; default 1 / sqrt(D), as in ``F.scaled_dot_product_attention``.
         dt: knot spacings, positive, broadcastable to [B, N]; dt[..., j] is the length of the
             interval that ends at knot j + 1 (dt[..., 0]: sink to first key). None = all ones.
-        backend: "auto" (Triton on CUDA, else torch), "torch", "triton" or "reference" (fp64).
+        backend: "auto" (Triton on CUDA, the CPU kernel on the CPU, else torch), "torch" (pure
+            PyTorch, any device), "triton", "cpu" (fused C++ kernel, built at first use) or
+            "reference" (fp64).
 
     Returns:
         [B, H, N, Dv] in q's dtype. Gradients flow to q, k, v, k0, v0 and dt.
@@ -152,6 +158,8 @@ def continuous_attention(
         return out.to(q.dtype)
     if which == "torch":
         return continuous_attention_torch(q, k, v, k0, v0, causal=causal, scale=float(scale), dt=dt)
+    if which == "cpu":
+        return cpu_kernel.continuous_attention_cpu(q, k, v, k0, v0, causal=causal, scale=float(scale), dt=dt)
     from .function import continuous_attention_triton  # imports triton lazily
 
     return continuous_attention_triton(q, k, v, k0, v0, causal=causal, scale=float(scale), dt=dt)
