@@ -338,12 +338,13 @@ TINY_SOURCE = 'extern "C" int tsattn_probe(void) { return 7; }\n'
 
 
 def test_cache_key_covers_source_compiler_and_flags(tmp_path, monkeypatch):
-    gcc = cpu_build.Compiler("/usr/bin/g++", "g++ 12.2")
+    gcc = cpu_build.Compiler(("/usr/bin/g++",), "g++ 12.2")
     base = cpu_build.library_path(tmp_path, gcc, b"source")
     assert base.parent == tmp_path / "kernels" and base.suffix == ".so"
     assert cpu_build.library_path(tmp_path, gcc, b"source") == base
     assert cpu_build.library_path(tmp_path, gcc, b"source 2") != base
-    assert cpu_build.library_path(tmp_path, cpu_build.Compiler("/usr/bin/g++", "g++ 13.1"), b"source") != base
+    assert cpu_build.library_path(tmp_path, cpu_build.Compiler(("/usr/bin/g++",), "g++ 13.1"), b"source") != base
+    assert cpu_build.library_path(tmp_path, cpu_build.Compiler(("/usr/bin/ccache", "g++"), "g++ 12.2"), b"source") != base
     monkeypatch.setattr(cpu_build, "FLAGS", cpu_build.FLAGS + ("-O2",))
     assert cpu_build.library_path(tmp_path, gcc, b"source") != base
 
@@ -368,6 +369,15 @@ def test_concurrent_builds_leave_one_complete_library(tmp_path):
     assert not errors and len(set(paths)) == 1
     assert sorted(p.name for p in (tmp_path / "cache" / "kernels").iterdir()) == [paths[0].name]  # no temp files
     assert cpu_build.load(paths[0]).tsattn_probe() == 7
+
+
+def test_compiler_arguments_in_cxx_are_passed_on(tmp_path, monkeypatch):
+    source = tmp_path / "probe.cpp"
+    source.write_text('extern "C" int tsattn_probe(void) { return TSATTN_PROBE; }\n')
+    monkeypatch.setenv("CXX", f"{cpu_build.find_compiler().command[0]} -DTSATTN_PROBE=11")
+    compiler = cpu_build.find_compiler()
+    assert compiler.command[1:] == ("-DTSATTN_PROBE=11",)
+    assert cpu_build.load(cpu_build.build(tmp_path, source, compiler)).tsattn_probe() == 11
 
 
 def test_failed_build_raises_and_leaves_nothing(tmp_path):

@@ -18,6 +18,7 @@ import ctypes
 import hashlib
 import os
 import platform
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -39,26 +40,31 @@ class KernelBuildError(RuntimeError):
 
 @dataclass(frozen=True)
 class Compiler:
-    path: str
+    command: tuple[str, ...]   # the executable's path, then any arguments given with it in $CXX
     version: str
 
 
+def _run(cmd: list[str], timeout: float) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=timeout)
+
+
 def find_compiler() -> Compiler:
-    """The C++ compiler named by ``$CXX``, else the first of c++, g++, clang++ on PATH."""
-    names = [os.environ["CXX"]] if os.environ.get("CXX") else list(_COMPILERS)
-    for name in names:
-        path = shutil.which(name)
+    """The C++ compiler named by ``$CXX`` (e.g. "g++" or "ccache g++"), else the first of c++, g++,
+    clang++ on PATH."""
+    candidates = [shlex.split(os.environ["CXX"])] if os.environ.get("CXX", "").strip() else [[c] for c in _COMPILERS]
+    for words in candidates:
+        path = shutil.which(words[0])
         if path is None:
             continue
+        command = (path, *words[1:])
         try:
-            out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30)
+            out = _run([*command, "--version"], timeout=30)
         except (OSError, subprocess.SubprocessError):
             continue
         if out.returncode == 0:
-            return Compiler(path, out.stdout.strip())
-    raise KernelBuildError(
-        f"no C++ compiler found (tried {', '.join(names)}); install one (e.g. g++) or set CXX to its path"
-    )
+            return Compiler(command, out.stdout.strip())
+    tried = ", ".join(" ".join(words) for words in candidates)
+    raise KernelBuildError(f"no C++ compiler found (tried {tried}); install one (e.g. g++) or set CXX to its path")
 
 
 def cpu_signature() -> str:
@@ -78,7 +84,7 @@ def cpu_signature() -> str:
 def library_path(cache: Path, compiler: Compiler, source: bytes) -> Path:
     """``cache/kernels/tsattn_cpu_<hash>.so``, the hash over source, compiler, flags and CPU."""
     key = hashlib.sha256()
-    for part in (source, compiler.path.encode(), compiler.version.encode(), " ".join(FLAGS).encode(),
+    for part in (source, " ".join(compiler.command).encode(), compiler.version.encode(), " ".join(FLAGS).encode(),
                  cpu_signature().encode()):
         key.update(part)
         key.update(b"\0")
@@ -91,9 +97,9 @@ def compile_library(compiler: Compiler, source: Path, target: Path) -> None:
     fd, tmp = tempfile.mkstemp(prefix=target.stem + ".", suffix=".tmp.so", dir=target.parent)
     os.close(fd)
     try:
-        cmd = [compiler.path, *FLAGS, "-o", tmp, str(source)]
+        cmd = [*compiler.command, *FLAGS, "-o", tmp, str(source)]
         try:
-            out = subprocess.run(cmd, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
+            out = _run(cmd, timeout=BUILD_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             raise KernelBuildError(f"`{' '.join(cmd)}` did not finish within {BUILD_TIMEOUT_S} s") from None
         if out.returncode != 0:
