@@ -254,7 +254,21 @@ struct Kernel {
         int c = 0;
         for (; c + 4 <= rows; c += 4) {
             const T* x0 = X + c * LANES;
-            for (int64_t y = 0; y < width; y += LANES) {
+            int64_t y = 0;
+            for (; y + 2 * LANES <= width; y += 2 * LANES) {   // 4 rows x 2 vectors: each broadcast feeds two FMAs
+                T* o = out + c * ldo + y;
+                V a0 = load(o), a1 = load(o + ldo), a2 = load(o + 2 * ldo), a3 = load(o + 3 * ldo);
+                V b0 = load(o + LANES), b1 = load(o + ldo + LANES), b2 = load(o + 2 * ldo + LANES), b3 = load(o + 3 * ldo + LANES);
+                for (int r = 0; r < LANES; ++r) {
+                    V ya = load(Y + r * ldy + y), yb = load(Y + r * ldy + y + LANES);
+                    T s0 = x0[r], s1 = x0[LANES + r], s2 = x0[2 * LANES + r], s3 = x0[3 * LANES + r];
+                    a0 += s0 * ya; a1 += s1 * ya; a2 += s2 * ya; a3 += s3 * ya;
+                    b0 += s0 * yb; b1 += s1 * yb; b2 += s2 * yb; b3 += s3 * yb;
+                }
+                store(o, a0); store(o + ldo, a1); store(o + 2 * ldo, a2); store(o + 3 * ldo, a3);
+                store(o + LANES, b0); store(o + ldo + LANES, b1); store(o + 2 * ldo + LANES, b2); store(o + 3 * ldo + LANES, b3);
+            }
+            for (; y < width; y += LANES) {
                 T* o = out + c * ldo + y;
                 V a0 = load(o), a1 = load(o + ldo), a2 = load(o + 2 * ldo), a3 = load(o + 3 * ldo);
                 for (int r = 0; r < LANES; ++r) {
