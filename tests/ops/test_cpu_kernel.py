@@ -71,9 +71,13 @@ def assert_matches(got, ref, tol):
     assert out.shape == out_ref.shape
     assert rel_err(out, out_ref) <= tol, ("o", rel_err(out, out_ref))
     for name, g in grads.items():
-        # dL/d dt_i is a difference of terms of size |dO| |v| / dt ~ 1 here, and vanishes identically
-        # for N = 1 (o does not depend on a single spacing): its error is measured against max(|ref|, 1)
-        err = rel_err(g, grads_ref[name], floor=1.0 if name == "dt" else 0.0)
+        # A gradient can vanish identically (N = 1 and sink "first": both knots are one vector, so o
+        # does not depend on q; one interval: o does not depend on its spacing) or nearly (q = 0), and
+        # is then a difference of O(1) terms whose rounding (1e-7..2e-7 absolute in fp32 for these
+        # O(1) inputs, the same in the torch path) is all that is left. Errors are measured against
+        # max(|ref|, floor): 0.1 (so 1e-6 absolute at the fp32 tolerance), and 1 for dt, whose
+        # gradient is a difference of terms of size |dO| |v| / dt ~ 1.
+        err = rel_err(g, grads_ref[name], floor=1.0 if name == "dt" else 0.1)
         assert err <= tol, (name, err)
 
 
@@ -400,3 +404,23 @@ def test_missing_compiler_falls_back_to_torch_with_one_warning(tmp_path, monkeyp
         assert resolve_backend("auto", q) == "torch"
         out = continuous_attention(q, q, q, backend="cpu")
     assert torch.equal(out, continuous_attention(q, q, q, backend="torch"))
+
+
+# ------------------------------------------------------------------------------- property-based
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    b=st.integers(1, 2), h=st.integers(1, 3), n=st.integers(1, 70), d=st.integers(1, 20), dv=st.integers(1, 20),
+    causal=st.booleans(), sink=st.sampled_from(["zeros", "given", "first"]), irregular=st.booleans(),
+    q_scale=st.floats(0.0, 8.0), seed=st.integers(0, 2**16),
+)
+def test_kernel_matches_reference_on_random_problems(b, h, n, d, dv, causal, sink, irregular, q_scale, seed):
+    problem = make_problem(b=b, h=h, m=n, n=n, d=d, dv=dv, sink=sink, irregular=irregular, q_scale=q_scale, seed=seed)
+    go = torch.randn(b, h, n, dv, dtype=F64, generator=torch.Generator().manual_seed(seed + 1))
+    scale = 1 / math.sqrt(d)
+    ref = run(reference, problem, F64, go, causal=causal, scale=scale)
+    assert_matches(run(kernel, problem, F64, go, causal=causal, scale=scale), ref, 1e-10)
+    assert_matches(run(kernel, problem, torch.float32, go, causal=causal, scale=scale), ref, 1e-5)
