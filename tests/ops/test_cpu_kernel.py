@@ -189,6 +189,35 @@ def test_gradcheck_fp64_cross_attention_with_a_zero_and_a_full_length():
     assert torch.autograd.gradcheck(f, inputs)
 
 
+def kernel_exp(x: torch.Tensor) -> torch.Tensor:
+    """The kernel's vector exp (a range-reduced polynomial) on a contiguous fp32/fp64 tensor."""
+    lib = cpu_kernel.load_library()
+    y = torch.empty_like(x)
+    fn = lib.tsattn_cpu_exp_f64 if x.dtype == F64 else lib.tsattn_cpu_exp_f32
+    fn(cpu_kernel.ctypes.c_void_p(x.data_ptr()), cpu_kernel.ctypes.c_void_p(y.data_ptr()), cpu_kernel.ctypes.c_int64(x.numel()))
+    return y
+
+
+# fp32 against exact values (fp64); fp64 against torch.exp, itself within about an ulp
+@pytest.mark.parametrize("dtype,max_units", [(torch.float32, 1.0), (F64, 2.0)])
+def test_kernel_exp_is_accurate_with_ieee_edge_cases(dtype, max_units):
+    info = torch.finfo(dtype)
+    lo, hi = (-104.0, 88.8) if dtype == torch.float32 else (-746.0, 709.9)
+    x = torch.cat([torch.linspace(lo, hi, 200_003, dtype=F64), torch.linspace(-1, 1, 10_001, dtype=F64)]).to(dtype)
+    got = kernel_exp(x)
+    exact = torch.exp(x.to(F64))                                   # fp64 exp of the same inputs
+    normal = (exact >= info.tiny) & (exact <= info.max)
+    unit = exact[normal] * info.eps                                # between one and two units in the last place
+    assert ((got[normal].to(F64) - exact[normal]).abs() / unit).max() <= max_units
+    # gradual underflow: subnormal results within one subnormal step, then zero
+    sub = (exact < info.tiny) & (exact > 0)
+    assert ((got[sub].to(F64) - exact[sub]).abs() <= info.tiny * info.eps * 2).all()
+    edge = torch.tensor([float("nan"), float("inf"), -float("inf"), 0.0, -0.0, hi + 10, lo - 10], dtype=dtype)
+    out = kernel_exp(edge)
+    assert torch.isnan(out[0])
+    assert out[1:].tolist() == [float("inf"), 0.0, 1.0, 1.0, float("inf"), 0.0]
+
+
 # ------------------------------------------------------------------------------------ ragged rows
 def truncated_reference(q, k, v, k0, v0, dt, *, causal, scale, key_lengths):
     """What key_lengths means, row by row from the reference: batch row b is the problem on its
