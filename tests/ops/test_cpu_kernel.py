@@ -452,4 +452,8 @@ def test_kernel_matches_reference_on_random_problems(b, h, n, d, dv, causal, sin
     scale = 1 / math.sqrt(d)
     ref = run(reference, problem, F64, go, causal=causal, scale=scale)
     assert_matches(run(kernel, problem, F64, go, causal=causal, scale=scale), ref, 1e-10)
-    assert_matches(run(kernel, problem, torch.float32, go, causal=causal, scale=scale), ref, 1e-5)
+    # fp32 rounds a score a by |a| 2^-24, and weights and gradients inherit that: beyond |a| = 10
+    # (the 1e-5 bar of ordinary scores) the tolerance grows with the largest score
+    k0 = problem["k0"] if problem["k0"] is not None else problem["k"][..., :1, :]
+    largest = (scale * problem["q"] @ torch.cat([k0, problem["k"]], -2).transpose(-1, -2)).abs().max().item()
+    assert_matches(run(kernel, problem, torch.float32, go, causal=causal, scale=scale), ref, 1e-6 * max(10.0, largest))
