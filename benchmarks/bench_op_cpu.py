@@ -12,11 +12,12 @@ continuous-cpu-kernel / continuous-cpu-kernel-compiled (backend="cpu", the fused
 opaque custom op under torch.compile).
 
 With ``--clock cpu`` the times are the process's CPU seconds (all threads) instead of wall-clock
-seconds: work done rather than latency, and unaffected by other processes preempting this one on
-a shared machine.
+seconds: work done rather than latency, unaffected by other processes preempting this one on a
+shared machine. Use it with ``--threads 1``: idle OpenMP workers spin, and spinning counts as CPU
+time (for SDPA and the torch path, not for the CPU kernel, whose threads block).
 
     python benchmarks/bench_op_cpu.py [--repeats 7] [--quick] [--no-compile] [--methods sdpa,...]
-                                      [--clock wall|cpu] [--csv out.csv]
+                                      [--threads N] [--clock wall|cpu] [--csv out.csv]
 """
 from __future__ import annotations
 
@@ -126,6 +127,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="one PatchTST shape and the decoder, 3 repeats")
     parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile variants")
     parser.add_argument("--methods", help=f"comma-separated subset of {','.join(METHODS)} (sdpa is always run)")
+    parser.add_argument("--threads", type=int, help="torch.set_num_threads (default: torch's own choice)")
     parser.add_argument("--clock", choices=tuple(CLOCKS), default="wall",
                         help="wall-clock seconds (default) or the process's CPU seconds over all threads")
     parser.add_argument("--csv", type=pathlib.Path, help="also write the rows to this CSV file")
@@ -133,6 +135,8 @@ def main() -> None:
     shapes = [SHAPES[2], SHAPES[4]] if args.quick else SHAPES
     repeats = 3 if args.quick else args.repeats
     _clock["now"] = CLOCKS[args.clock]
+    if args.threads:
+        torch.set_num_threads(args.threads)
     methods = [m for m in METHODS if not (args.no_compile and m in COMPILED)]
     if args.methods:
         chosen = set(args.methods.split(",")) | {"sdpa"}
