@@ -311,9 +311,9 @@ def continuous_attention_cpu(
         extra = {} if key_lengths is None else {"key_lengths": key_lengths}
         return continuous_attention_torch(q, k, v, k0, v0, causal=causal, scale=scale, dt=dt, **extra)
     compute = torch.float64 if q.dtype == torch.float64 else torch.float32
-    q32, k32, v32, k032, v032, dt32 = (x if x.dtype == compute else x.to(compute) for x in (q, k, v, k0, v0, dt))
+    qc, kc, vc, k0c, v0c, dtc = (x if x.dtype == compute else x.to(compute) for x in (q, k, v, k0, v0, dt))
     lengths = None if key_lengths is None else key_lengths.to(torch.int64)
-    o, _ = continuous_attention_cpu_fwd(q32, k32, v32, k032, v032, dt32, lengths, causal, float(scale))
+    o, _ = continuous_attention_cpu_fwd(qc, kc, vc, k0c, v0c, dtc, lengths, causal, float(scale))
     return o.to(q.dtype)
 
 
