@@ -1,9 +1,11 @@
 // Fused CPU kernel of continuous softmax attention (forward and analytic backward).
 //
 // Built at first use by tsattn/ops/continuous/cpu_build.py (the system C++ compiler, no torch
-// headers, no OpenMP) and called through ctypes from cpu_kernel.py, which splits the (batch, head)
-// groups into one chunk per thread. Every function here works on groups [g_begin, g_end) and
-// writes only their outputs, so chunks never touch the same memory.
+// headers, no OpenMP) and called through ctypes from cpu_kernel.py, on torch.get_num_threads()
+// threads at once. The threads share the (batch, head) groups dynamically: each takes the next
+// block of groups from an atomic counter until none is left, so a thread that the OS delays (a
+// busy machine, OpenMP workers of torch still spinning after the previous op) only does less of
+// the work. A group is computed by one thread and writes only its own outputs.
 //
 // Maths (docs/continuous-attention.md, "Segment form" and "Gradients"): knot 0 is the sink
 // (k0, v0), knot j >= 1 is row j - 1 of k and v; interval i joins knots i - 1 and i and has
@@ -64,7 +66,7 @@ struct TsattnArgs {
 
 namespace {
 
-constexpr int kAbiVersion = 1;
+constexpr int kAbiVersion = 2;
 constexpr int KT = 64;   // intervals per knot tile
 
 template <typename T> struct Simd;
@@ -587,18 +589,23 @@ struct Kernel {
         }
     }
 
-    static int forward(const TsattnArgs* a, int64_t g0, int64_t g1) {
+    // Blocks of `block` groups taken from `next_group` until all batch * heads groups are done.
+    template <bool BACKWARD>
+    static int run(const TsattnArgs* a, int64_t* next_group, int64_t block) {
         Workspace w{};
-        if (!w.allocate(*a, false)) return 1;
-        for (int64_t g = g0; g < g1; ++g) forward_group(*a, g, w);
-        return 0;
-    }
-
-    static int backward(const TsattnArgs* a, int64_t g0, int64_t g1) {
-        Workspace w{};
-        if (!w.allocate(*a, true)) return 1;
-        for (int64_t g = g0; g < g1; ++g) backward_group(*a, g, w);
-        return 0;
+        if (!w.allocate(*a, BACKWARD)) return 1;
+        const int64_t groups = a->batch * a->heads;
+        for (;;) {
+            const int64_t g0 = __atomic_fetch_add(next_group, block, __ATOMIC_RELAXED);
+            if (g0 >= groups) return 0;
+            const int64_t g1 = g0 + block < groups ? g0 + block : groups;
+            for (int64_t g = g0; g < g1; ++g) {
+                if (BACKWARD)
+                    backward_group(*a, g, w);
+                else
+                    forward_group(*a, g, w);
+            }
+        }
     }
 };
 
@@ -609,18 +616,19 @@ extern "C" {
 int tsattn_cpu_abi_version(void) { return kAbiVersion; }
 int64_t tsattn_cpu_args_size(void) { return int64_t(sizeof(TsattnArgs)); }
 
-// Groups [g_begin, g_end) of batch * heads; 0 on success, 1 when the workspace cannot be allocated.
-int tsattn_cpu_forward_f32(const TsattnArgs* a, int64_t g_begin, int64_t g_end) {
-    return Kernel<float>::forward(a, g_begin, g_end);
+// Every calling thread takes blocks of `block` groups from *next_group (shared, starting at 0)
+// until the batch * heads groups are done. 0 on success, 1 when the workspace cannot be allocated.
+int tsattn_cpu_forward_f32(const TsattnArgs* a, int64_t* next_group, int64_t block) {
+    return Kernel<float>::run<false>(a, next_group, block);
 }
-int tsattn_cpu_forward_f64(const TsattnArgs* a, int64_t g_begin, int64_t g_end) {
-    return Kernel<double>::forward(a, g_begin, g_end);
+int tsattn_cpu_forward_f64(const TsattnArgs* a, int64_t* next_group, int64_t block) {
+    return Kernel<double>::run<false>(a, next_group, block);
 }
-int tsattn_cpu_backward_f32(const TsattnArgs* a, int64_t g_begin, int64_t g_end) {
-    return Kernel<float>::backward(a, g_begin, g_end);
+int tsattn_cpu_backward_f32(const TsattnArgs* a, int64_t* next_group, int64_t block) {
+    return Kernel<float>::run<true>(a, next_group, block);
 }
-int tsattn_cpu_backward_f64(const TsattnArgs* a, int64_t g_begin, int64_t g_end) {
-    return Kernel<double>::backward(a, g_begin, g_end);
+int tsattn_cpu_backward_f64(const TsattnArgs* a, int64_t* next_group, int64_t block) {
+    return Kernel<double>::run<true>(a, next_group, block);
 }
 
 void tsattn_cpu_exp_f32(const float* x, float* y, int64_t n) { Kernel<float>::exp_array(x, y, n); }

@@ -6,9 +6,10 @@ saves O and the log-sum-exp, and the analytic backward that recomputes the weigh
 first use by ``cpu_build`` into the user cache (a few seconds once per source, compiler and CPU)
 and called through ctypes.
 
-- Threads: the (batch, head) groups are split into ``torch.get_num_threads()`` chunks, one per
-  thread of a small pool (ctypes releases the GIL during the call); the calling thread runs the
-  first chunk. No OpenMP inside the kernel, so it never competes with torch's own runtime.
+- Threads: ``torch.get_num_threads()`` threads (the calling one and a small pool; ctypes releases
+  the GIL during the call) share the (batch, head) groups dynamically, taking blocks of groups from
+  one atomic counter, so a thread the OS delays (a busy machine, torch's OpenMP workers still
+  spinning after the previous op) only does less of the work. No OpenMP inside the kernel.
 - torch.compile: the forward and backward are ``torch.library`` custom ops with fake (meta)
   implementations and a registered autograd formula, so a compiled model sees one opaque node
   (no graph break, nothing traced into, nothing for inductor to compile).
@@ -33,7 +34,10 @@ from ...user_cache import cache_dir
 from . import cpu_build
 from .torch_impl import continuous_attention_torch
 
-ABI_VERSION = 1
+ABI_VERSION = 2
+# Blocks per thread handed out by the kernel's counter: small enough to balance, large enough
+# that taking one costs nothing.
+BLOCKS_PER_THREAD = 16
 ENV_SWITCH = "TSATTN_CPU_KERNEL"
 _COMPUTE_DTYPES = (torch.float32, torch.float64)
 
@@ -79,7 +83,7 @@ def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
         raise cpu_build.KernelBuildError("the compiled kernel does not match cpu_kernel.py (ABI version or layout)")
     for name in _ENTRY_POINTS:
         fn = getattr(lib, name)
-        fn.argtypes = [ctypes.POINTER(_KernelArgs), ctypes.c_int64, ctypes.c_int64]
+        fn.argtypes = [ctypes.POINTER(_KernelArgs), ctypes.POINTER(ctypes.c_int64), ctypes.c_int64]
         fn.restype = ctypes.c_int
     return lib
 
@@ -135,21 +139,23 @@ def _executor(workers: int) -> ThreadPoolExecutor:
             _POOL["executor"] = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tsattn-cpu-kernel")
             _POOL["workers"] = workers
             if old is not None:
-                old.shutdown(wait=False)   # lets running chunks finish
+                old.shutdown(wait=False)   # lets running calls finish
         return _POOL["executor"]  # type: ignore[return-value]
 
 
-def run_chunks(fn, args: _KernelArgs, groups: int) -> None:
-    """Call ``fn(args, g0, g1)`` on ``torch.get_num_threads()`` contiguous chunks of the groups."""
+def run_on_threads(fn, args: _KernelArgs, groups: int) -> None:
+    """Run the kernel entry ``fn`` on ``torch.get_num_threads()`` threads (the caller and pool
+    threads), which take blocks of groups from one shared counter until all ``groups`` are done."""
     threads = max(1, min(torch.get_num_threads(), groups))
-    bounds = [groups * i // threads for i in range(threads + 1)]
-    ref = ctypes.byref(args)
+    block = max(1, -(-groups // (threads * BLOCKS_PER_THREAD)))
+    next_group = ctypes.c_int64(0)
+    ref, counter = ctypes.byref(args), ctypes.byref(next_group)
     if threads == 1:
-        codes = [fn(ref, 0, groups)]
+        codes = [fn(ref, counter, block)]
     else:
         pool = _executor(threads - 1)
-        futures = [pool.submit(fn, ref, bounds[i], bounds[i + 1]) for i in range(1, threads)]
-        codes = [fn(ref, bounds[0], bounds[1])] + [f.result() for f in futures]
+        futures = [pool.submit(fn, ref, counter, block) for _ in range(threads - 1)]
+        codes = [fn(ref, counter, block)] + [f.result() for f in futures]
     if any(codes):
         raise MemoryError("the CPU kernel of continuous attention could not allocate its workspace")
 
@@ -212,7 +218,7 @@ def continuous_attention_cpu_fwd(
         raise RuntimeError("the CPU kernel of continuous attention is not built (see the earlier warning)")
     args = _kernel_args(q, k, v, k0, v0, dt, lengths, causal, scale)
     args.o, args.lse = o.data_ptr(), lse.data_ptr()
-    run_chunks(_entry(lib, "forward", q.dtype), args, b * h)
+    run_on_threads(_entry(lib, "forward", q.dtype), args, b * h)
     return o, lse
 
 
@@ -244,7 +250,7 @@ def continuous_attention_cpu_bwd(
     args.o, args.lse = o.data_ptr(), lse.data_ptr()
     args.dout, args.dout_stride = grad_o.data_ptr(), _strides(grad_o, 4)
     args.dq, args.dk, args.dvalues, args.dk0, args.dv0, args.ddt = (x.data_ptr() for x in grads)
-    run_chunks(_entry(lib, "backward", q.dtype), args, b * h)
+    run_on_threads(_entry(lib, "backward", q.dtype), args, b * h)
     return grads
 
 
