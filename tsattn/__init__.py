@@ -1,6 +1,6 @@
 """tsattn: time-series forecasting transformers with continuous softmax attention.
 
-- ``continuous_attention``: the op (fp64 reference, PyTorch path, Triton kernel).
+- ``continuous_attention``: the op (fp64 reference, PyTorch path, Triton kernel, CPU kernel).
 - ``tsattn.nn`` / ``tsattn.models``: attention layer, PatchTST and a causal patch decoder.
 - ``tsattn.data``: CSV -> validated, split, scaled windows; the benchmark dataset registry.
 - ``tsattn.lightning``: ``ForecastModule``, ``CSVDataModule``, ``AttentionSwitch``.

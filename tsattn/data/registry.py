@@ -365,12 +365,11 @@ def data_dir() -> Optional[Path]:
 
 
 def cache_dir() -> Path:
-    """The user cache: ``TSATTN_CACHE_DIR``, else ``$XDG_CACHE_HOME/tsattn``, else ``~/.cache/tsattn``."""
-    value = os.environ.get("TSATTN_CACHE_DIR")
-    if value:
-        return Path(value).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "tsattn"
+    """The user cache: ``TSATTN_CACHE_DIR``, else ``$XDG_CACHE_HOME/tsattn``, else ``~/.cache/tsattn``
+    (``tsattn.user_cache.cache_dir``, shared with the op's CPU kernel build)."""
+    from ..user_cache import cache_dir as user_cache_dir
+
+    return user_cache_dir()
 
 
 def _candidates(spec: DatasetSpec) -> list[Path]:

@@ -1,4 +1,4 @@
-"""Continuous softmax attention: the op (reference, PyTorch path, Triton kernel)."""
+"""Continuous softmax attention: the op (reference, PyTorch path, Triton kernel, CPU kernel)."""
 from .api import BACKENDS, continuous_attention
 from .phi import log_phi2
 from .reference import continuous_attention_reference

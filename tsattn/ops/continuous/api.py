@@ -6,10 +6,11 @@ from typing import Optional
 
 import torch
 
+from . import cpu_kernel
 from .reference import continuous_attention_reference
 from .torch_impl import continuous_attention_torch
 
-BACKENDS = ("auto", "reference", "torch", "triton")
+BACKENDS = ("auto", "reference", "torch", "triton", "cpu")
 _FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 # What the Triton kernels handle: head dims 1..128 (zero-padded in registers to a power of two
 # >= 16) in these dtypes; "auto" falls back to the torch path for anything else.
@@ -113,7 +114,8 @@ def _check_knot_values(dt: torch.Tensor, key_lengths: Optional[torch.Tensor], n:
 
 def resolve_backend(backend: str, q: torch.Tensor, dv: Optional[int] = None) -> str:
     """Map ``backend`` to a concrete one: "auto" is "triton" for CUDA tensors of a dtype the kernels
-    support with head dims D, Dv <= 128 (when Triton imports), else "torch"."""
+    support with head dims D, Dv <= 128 (when Triton imports), "cpu" for CPU tensors when the CPU
+    kernel is built (``cpu_kernel.available``), else "torch"."""
     if backend not in BACKENDS:
         raise ValueError(f"`backend` must be one of {BACKENDS}, got {backend!r}")
     if backend != "auto":
@@ -127,6 +129,8 @@ def resolve_backend(backend: str, q: torch.Tensor, dv: Optional[int] = None) -> 
         except ImportError:
             return "torch"
         return "triton"
+    if not q.is_cuda and q.device.type == "cpu" and cpu_kernel.available():
+        return "cpu"
     return "torch"
 
 
@@ -167,7 +171,9 @@ def continuous_attention(
             key_lengths[b] keys. The rest (padding: any finite values, dt may be 0) is ignored
             exactly, as if the row were that long, and gets zero gradient. Length 0: every query of
             the row returns v0 (the sink alone).
-        backend: "auto" (Triton on CUDA, else torch), "torch", "triton" or "reference" (fp64).
+        backend: "auto" (Triton on CUDA, the CPU kernel on the CPU, else torch), "torch" (pure
+            PyTorch, any device), "triton", "cpu" (fused C++ kernel, built at first use) or
+            "reference" (fp64).
         validate: check the values of dt and key_lengths (above). This reads them back to the host,
             i.e. synchronises a GPU; pass False where the caller guarantees them (shape, dtype and
             device checks always run, they are free). Under torch.compile the value checks are
@@ -234,6 +240,10 @@ def continuous_attention(
         return out.to(q.dtype)
     if which == "torch":
         return continuous_attention_torch(
+            q, k, v, k0, v0, causal=causal, scale=float(scale), dt=dt, key_lengths=key_lengths
+        )
+    if which == "cpu":
+        return cpu_kernel.continuous_attention_cpu(
             q, k, v, k0, v0, causal=causal, scale=float(scale), dt=dt, key_lengths=key_lengths
         )
     from .function import continuous_attention_triton  # imports triton lazily
