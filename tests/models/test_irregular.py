@@ -148,3 +148,26 @@ def test_learns_a_simple_irregular_problem(attention):
         opt.step()
         first = loss.item() if first is None else first
     assert loss.item() < 0.1 * first
+
+
+def test_row_positions_count_distinct_times():
+    from tsattn.models.irregular import row_positions
+
+    time = torch.tensor([[-5.0, -5.0, -2.5, -1.0, 0.0], [-9.0, -3.0, -3.0, 0.0, 0.0]])
+    mask = torch.tensor([[True, True, True, True, False], [True, True, True, False, False]])
+    torch.testing.assert_close(row_positions(time, mask, past=True),
+                               torch.tensor([[-3.0, -3.0, -2.0, -1.0, 0.0], [-2.0, -1.0, -1.0, 0.0, 0.0]]))
+    y = torch.tensor([[0.5, 0.5, 7.0], [2.0, 3.0, 0.0]])
+    ymask = torch.tensor([[True, True, True], [True, True, False]])
+    torch.testing.assert_close(row_positions(y, ymask, past=False), torch.tensor([[0.0, 0.0, 1.0], [0.0, 1.0, 0.0]]))
+
+
+@pytest.mark.parametrize("attention", ATTENTIONS)
+def test_row_positions_hide_gaps(attention):
+    """With positions="rows", stretching the time between observations changes nothing; with real times it does."""
+    batch = observation_batch(dtype=torch.float64)
+    stretched = dict(batch, x_time=batch["x_time"] * 3.0, y_time=batch["y_time"] * 3.0)
+    rows = build(attention, positions="rows")
+    torch.testing.assert_close(rows(**stretched), rows(**batch), rtol=1e-10, atol=1e-10)
+    real = build(attention)
+    assert (real(**stretched) - real(**batch))[batch["y_mask"]].abs().max() > 1e-6

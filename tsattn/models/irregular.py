@@ -100,6 +100,30 @@ class _Buckets:
         return out
 
 
+POSITIONS = ("time", "rows")
+
+
+def row_positions(time: Tensor, mask: Tensor, *, past: bool) -> Tensor:
+    """Times replaced by the rank of their distinct time within each sample: what a model that reads
+    rows as evenly spaced sees. ``past``: history, the latest time -> -1, the one before -> -2, ...;
+    else targets, the earliest -> 0, the next -> 1, ... (padding -> 0).
+
+    Args:
+        time: [B, N]; mask: [B, N] bool (True = real).
+    """
+    B = time.shape[0]
+    batch = torch.arange(B, device=time.device)[:, None].expand_as(time)
+    owner = torch.where(mask, batch, B).to(time.dtype)                      # padding: a batch of its own
+    pairs = torch.stack([owner.reshape(-1), torch.where(mask, time, 0.0).reshape(-1)], dim=1)
+    unique, inverse = torch.unique(pairs, dim=0, return_inverse=True)       # sorted by (batch, time)
+    owners = unique[:, 0].long()
+    count = torch.bincount(owners, minlength=B + 1)                         # distinct times per batch
+    first = torch.cumsum(count, 0) - count
+    rank = torch.arange(unique.shape[0], device=time.device) - first[owners]
+    position = (rank - count[owners]) if past else rank
+    return torch.where(mask, position[inverse].view_as(time).to(time.dtype), 0.0)
+
+
 class _Block(nn.Module):
     """Pre-norm attention block: x + attention(LN(x)) (self, or cross to ``memory``), then x + FFN(LN(x))."""
 
@@ -164,6 +188,9 @@ class IrregularTransformer(nn.Module):
         dropout: dropout on embeddings, attention outputs and in the feed-forward networks.
         time_scale: times are multiplied by this before they enter the model (so that typical gaps
             are of order 1: for hours, 1).
+        positions: "time" (the real times) or "rows": every sample's distinct times replaced by their
+            rank (history -n..-1, targets 0, 1, ...), i.e. rows read as evenly spaced, as a
+            regular-grid model reads them; for ablations (gaps become invisible).
         time_features: size of the learned time features of a query.
         rope_base: RoPE frequency base.
         n_buckets: most length buckets for the ragged variable sequences (speed only; any value
@@ -186,6 +213,7 @@ class IrregularTransformer(nn.Module):
         d_ff: int = 128,
         dropout: float = 0.1,
         time_scale: float = 1.0,
+        positions: str = "time",
         time_features: int = 16,
         rope_base: float = 10000.0,
         n_buckets: int = 8,
@@ -196,7 +224,10 @@ class IrregularTransformer(nn.Module):
         if not (time_scale > 0 and math.isfinite(time_scale)):
             raise ValueError(f"`time_scale` must be a positive number, got {time_scale}")
         self.n_variables = n_variables
+        if positions not in POSITIONS:
+            raise ValueError(f"`positions` must be one of {POSITIONS}, got {positions!r}")
         self.time_scale = float(time_scale)
+        self.positions = positions
         self.n_buckets = int(n_buckets)
         temporal = dict(attention=attention, sink=sink, rope=rope, rope_base=rope_base)
         self.value_embedding = nn.Linear(1, d_model)
@@ -249,6 +280,9 @@ class IrregularTransformer(nn.Module):
             if mask.any() and (int(var[mask].min()) < 0 or int(var[mask].max()) >= V):
                 raise ValueError(f"{name} holds variable ids outside [0, {V}); build the model with n_variables=V")
         dtype = self.value_embedding.weight.dtype
+        if self.positions == "rows":
+            x_time = row_positions(x_time.to(dtype), x_mask, past=True)
+            y_time = row_positions(y_time.to(dtype), y_mask, past=False)
         x_time = x_time.to(dtype) * self.time_scale
         y_time = y_time.to(dtype) * self.time_scale
         d = self.variable_embedding.embedding_dim
