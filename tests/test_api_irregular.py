@@ -106,6 +106,7 @@ def test_times_for_every_series_and_variable(long_fit):
     expected = pd.DataFrame([(p, t, v) for p in last.index for t in times for v in VARIABLES],
                             columns=["patient", "when", "name"])
     pd.testing.assert_frame_equal(out[["patient", "when", "name"]], expected)  # series, then time, then variable
+    pd.testing.assert_frame_equal(f.predict(at=[str(t) for t in times]), out, check_exact=True)  # text is parsed
     # one request at a time gives the same forecast: a query depends on its own time and variable only
     one = f.predict(at=pd.DataFrame({"patient": ["p2"], "when": [times[1]], "name": ["temp"]}))
     row = out[(out["patient"] == "p2") & (out["when"] == times[1]) & (out["name"] == "temp")]
@@ -170,6 +171,8 @@ def test_wide_table_with_gaps_round_trip(tmp_path):
     with pytest.raises(RuntimeError, match="pass the data"):
         g.predict(at=at)  # a DataFrame is not kept in the checkpoint
     pd.testing.assert_frame_equal(g.predict(wide, at=at), before, check_exact=True)
+    reordered = wide[["when", "temp", "patient", "hr", "pressure"]]  # columns in another order: read by name
+    pd.testing.assert_frame_equal(g.predict(reordered, at=at), before, check_exact=True)
     pd.testing.assert_frame_equal(g.predict(wide), f.predict(), check_exact=True)
 
 

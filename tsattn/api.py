@@ -47,7 +47,7 @@ from pandas.api import types as ptypes
 
 from .data import CSVDataModule, DataError, ObservationDataModule, ObservationSet, VariableScaler, registry
 from .data.csv import NaValues, _parse_timestamps
-from .data.observation_datamodule import collate_forecast_samples
+from .data.observation_datamodule import ForecastSampleDataset, collate_forecast_samples
 from .data.observations import shown_id
 from .data.scaling import scaler_from_stats
 from .data.splits import SPLITS, check_positive_int
@@ -199,7 +199,7 @@ def _requests(at: Optional[TimesLike], observations: ObservationSet, info: dict[
     if at is None:
         absent = np.flatnonzero(np.isnan(last))
         if absent.size:
-            _no_history(observations, absent)
+            _raise_no_history(observations, absent)
         series, times = [], []
         for s in range(len(observations)):
             own = np.unique(observations.series(s).time)
@@ -254,7 +254,8 @@ def _frame_requests(at: pd.DataFrame, observations: ObservationSet, info: dict[s
                      columns=[variables[k] for k in chosen])
 
 
-def _no_history(observations: ObservationSet, series: np.ndarray) -> None:
+def _raise_no_history(observations: ObservationSet, series: np.ndarray) -> None:
+    """Raise the error of requests for ``series`` [n], which have no observation."""
     ids = [shown_id(observations.series_ids[s]) for s in series[:_SHOW]]
     raise DataError(
         f"{len(series)} series have no observation in the data, so no history to forecast from, e.g. {ids}; "
@@ -262,13 +263,14 @@ def _no_history(observations: ObservationSet, series: np.ndarray) -> None:
     )
 
 
-def _check_requests(requests: _Requests, observations: ObservationSet, last: np.ndarray, horizon: float) -> None:
+def _check_requests(requests: _Requests, observations: ObservationSet, variables: list[str], last: np.ndarray,
+                    horizon: float) -> None:
     """Raise on a request without history, at or before its series' last observation, beyond
     ``horizon`` after it, or repeated."""
     series, time = requests.series, requests.time
     absent = np.isnan(last[series])
     if absent.any():
-        _no_history(observations, np.unique(series[absent]))
+        _raise_no_history(observations, np.unique(series[absent]))
     end = last[series]                                                               # [Q]
 
     def example(i: int) -> str:
@@ -294,7 +296,7 @@ def _check_requests(requests: _Requests, observations: ObservationSet, last: np.
         i = int(np.flatnonzero(repeated)[0])
         raise DataError(
             f"at= requests {int(repeated.sum())} (series, time, variable) more than once, e.g. {example(i)} of "
-            f"{requests.variable[i]!r}; request each once"
+            f"{variables[requests.variable[i]]!r}; request each once"
         )
 
 
@@ -472,8 +474,8 @@ class Forecaster:
                 samples (see ``tsattn.data.ObservationDataModule``). ``origins=[t0, ...]``: fixed
                 forecast origins in every series; ``origin_stride``: rolling origins. Neither (the
                 default): a registered dataset's protocol, else rolling origins every ``horizon``
-                time units, so that each observation is a target once per series (the target
-                windows tile the series without overlap, while the histories overlap); that needs
+                time units: the target windows tile each series without overlap (no observation is
+                a target twice; the histories overlap), one sample per horizon of data; that needs
                 ``lookback`` and ``horizon``. ``split``: ``"time"`` (default for rolling origins:
                 0.7 / 0.1 / 0.2 of each series' span) or ``"series"`` (default for fixed origins).
             max_epochs: training epochs.
@@ -538,7 +540,7 @@ class Forecaster:
                 "origins (there lookback=None reads all the history before each origin)"
             )
         if rolling and origin_stride is None:
-            origin_stride = self.horizon  # target windows tile each series: every observation a target once
+            origin_stride = self.horizon  # target windows tile each series: no observation is a target twice
         dm = ObservationDataModule(
             data, origins=origins, origin_stride=origin_stride, history=self.lookback, horizon=self.horizon,
             time_unit="h" if time_unit is None else time_unit, duplicates="mean" if duplicates is None else duplicates,
@@ -822,11 +824,11 @@ class Forecaster:
         last[history.samples.series] = history.samples.origin
         horizon = float(info["horizon"])
         requests = _requests(at, observations, info, last, horizon)
-        _check_requests(requests, observations, last, horizon)
+        _check_requests(requests, observations, list(info["variables"]), last, horizon)
         values = self._forecast(module, history, sample_of[requests.series], requests.time, requests.variable)
         return _forecast_frame(requests, values, observations, info)
 
-    def _forecast(self, module: ForecastModule, history, sample: np.ndarray, time: np.ndarray,
+    def _forecast(self, module: ForecastModule, history: ForecastSampleDataset, sample: np.ndarray, time: np.ndarray,
                   variable: np.ndarray) -> np.ndarray:
         """Forecasts [Q] (original units) of queries at ``time`` [Q] (the set's time units) of
         ``variable`` [Q], each from the history of ``sample`` [Q] (a sample of ``history``, a
