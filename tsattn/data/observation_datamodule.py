@@ -33,7 +33,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from . import registry
-from .csv import _check_choice
+from .csv import _check_choice, _detect_time_column
 from .datamodule import _looks_like_path as _looks_like_csv_path
 from .errors import DataError
 from .forecast_samples import (
@@ -45,7 +45,6 @@ from .forecast_samples import (
     split_series,
     time_borders,
 )
-from .csv import _detect_time_column
 from .observations import OBSERVATION_DUPLICATE_POLICIES, ObservationSet, _time_unit, read_observations
 from .physionet import UNKNOWN_DESCRIPTOR_POLICIES, load_physionet2012
 from .splits import SPLITS, check_positive_int
