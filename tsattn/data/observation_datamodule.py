@@ -33,7 +33,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from . import registry
-from .csv import _check_choice
+from .csv import _check_choice, _detect_time_column
 from .datamodule import _looks_like_path as _looks_like_csv_path
 from .errors import DataError
 from .forecast_samples import (
@@ -45,7 +45,7 @@ from .forecast_samples import (
     split_series,
     time_borders,
 )
-from .observations import OBSERVATION_DUPLICATE_POLICIES, ObservationSet, read_observations
+from .observations import OBSERVATION_DUPLICATE_POLICIES, ObservationSet, _time_unit, read_observations
 from .physionet import UNKNOWN_DESCRIPTOR_POLICIES, load_physionet2012
 from .splits import SPLITS, check_positive_int
 from .variable_scaling import SCALER_KINDS, VariableScaler, fit_variable_scaler
@@ -198,7 +198,10 @@ class ObservationDataModule(pl.LightningDataModule):
         split_seed: ``random_state`` of the split by series (42 in the PhysioNet protocol).
         scaler: ``"minmax"`` (``(x - min) / (max - min)``, the PhysioNet benchmark's),
             ``"standard"`` or ``"none"``; per variable, from observed values only; a constant
-            variable gets scale 1.
+            variable gets scale 1. Or a fitted ``VariableScaler`` (a fitted model's, to read other
+            data on the fit's scale): it is used as it is (``scale_from`` is then moot), and the
+            data's variables are mapped onto its variables: a variable it does not know is an error,
+            one it knows but the data never observes is simply not observed.
         scale_from: fit the scaler on the ``"train"`` split's observations, or on the ``"seen"``
             ones (train + val, never test: the PhysioNet protocol's choice). By series: every
             observation of those series; by time: the observations before the val (test) border.
@@ -209,8 +212,9 @@ class ObservationDataModule(pl.LightningDataModule):
             irregular: ``subsample_by="time"`` keeps whole timestamps of a series (rows of a wide
             table), ``"observation"`` single values; fixed by ``subsample_seed``.
         id_column, time_column, variable_column, value_column, columns, time_unit, time_format,
-            na_values, duplicates, sort: reading options of ``read_observations`` for a path or a
-            DataFrame.
+            na_values, duplicates, sort, dayfirst, thousands, sep: reading options of
+            ``read_observations`` for a path or a DataFrame (``time_unit`` also as a
+            ``pd.Timedelta``).
         unknown_descriptors: PhysioNet only: ``"keep"`` (default, the benchmark's reading) or
             ``"drop"`` the descriptors' -1 ("unknown").
         batch_size: samples per batch.
@@ -237,7 +241,7 @@ class ObservationDataModule(pl.LightningDataModule):
         split: Optional[str] = None,
         split_fractions: Optional[Sequence[float]] = None,
         split_seed: Optional[int] = None,
-        scaler: Optional[str] = None,
+        scaler: Optional[Union[str, VariableScaler]] = None,
         scale_from: Optional[str] = None,
         variables: Optional[list[str]] = None,
         max_series: Optional[int] = None,
@@ -249,11 +253,14 @@ class ObservationDataModule(pl.LightningDataModule):
         variable_column: Optional[str] = None,
         value_column: Optional[str] = None,
         columns: Optional[list[str]] = None,
-        time_unit: str = "h",
+        time_unit: Union[str, pd.Timedelta] = "h",
         time_format: Optional[str] = None,
         na_values: Optional[list[Union[str, float]]] = None,
         duplicates: str = "mean",
         sort: bool = False,
+        dayfirst: Optional[bool] = None,
+        thousands: Optional[str] = None,
+        sep: str = ",",
         unknown_descriptors: Optional[str] = None,
         batch_size: int = 32,
         num_workers: int = 0,
@@ -265,14 +272,19 @@ class ObservationDataModule(pl.LightningDataModule):
         if isinstance(data, os.PathLike):
             data = os.fspath(data)
         in_memory = isinstance(data, (pd.DataFrame, ObservationSet))
-        self.save_hyperparameters(ignore=["data"] if in_memory else None)
+        given_scaler = scaler if isinstance(scaler, VariableScaler) else None
+        ignored = (["data"] if in_memory else []) + (["scaler"] if given_scaler is not None else [])
+        self.save_hyperparameters(ignore=ignored or None)
+        time_unit = _time_unit(time_unit)
+        self.hparams["time_unit"] = str(time_unit)  # hparams stay plain YAML
         self.batch_size = check_positive_int("batch_size", batch_size)
         if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
             raise DataError(f"num_workers must be an integer >= 0; got {num_workers!r}")
         if max_series is not None:
             check_positive_int("max_series", max_series)
         _check_optional_choice("split", split, OBSERVATION_SPLITS)
-        _check_optional_choice("scaler", scaler, SCALER_KINDS)
+        if given_scaler is None:
+            _check_optional_choice("scaler", scaler, SCALER_KINDS)
         _check_optional_choice("scale_from", scale_from, SCALE_FROM)
         _check_optional_choice("duplicates", duplicates, OBSERVATION_DUPLICATE_POLICIES)
         _check_optional_choice("unknown_descriptors", unknown_descriptors, UNKNOWN_DESCRIPTOR_POLICIES)
@@ -328,7 +340,8 @@ class ObservationDataModule(pl.LightningDataModule):
         self.split = pick("split", split, "time" if origin_stride is not None else "series")
         self.split_fractions = check_fractions(pick("split_fractions", split_fractions, _DEFAULT_FRACTIONS[self.split]))
         self.split_seed = int(pick("split_seed", split_seed, 42))
-        self.scaler_kind = pick("scaler", scaler, "standard")
+        self.scaler_kind = given_scaler.kind if given_scaler is not None else pick("scaler", scaler, "standard")
+        self._given_scaler = given_scaler
         self.scale_from = pick("scale_from", scale_from, "train")
         self.variable_names = list(variables) if variables is not None else None
         self.max_series = max_series
@@ -338,7 +351,7 @@ class ObservationDataModule(pl.LightningDataModule):
         self.read_options = dict(
             id_column=id_column, time_column=time_column, variable_column=variable_column, value_column=value_column,
             columns=columns, time_unit=time_unit, time_format=time_format, na_values=na_values,
-            duplicates=duplicates, sort=sort,
+            duplicates=duplicates, sort=sort, dayfirst=dayfirst, thousands=thousands, sep=sep,
         )
         self.unknown_descriptors = unknown_descriptors or "keep"
         self.num_workers = num_workers
@@ -377,6 +390,8 @@ class ObservationDataModule(pl.LightningDataModule):
             observations = observations.thin(self.subsample, seed=self.subsample_seed, by=self.subsample_by)
         if observations.n_observations == 0:
             raise DataError(f"{observations.source}: no observations left to forecast; check the data and options")
+        if self._given_scaler is not None:
+            observations = _onto_variables(observations, self._given_scaler.variables)
         return observations
 
     @property
@@ -427,10 +442,14 @@ class ObservationDataModule(pl.LightningDataModule):
                 f"{self.split!r}, fractions {self.split_fractions}); use a shorter history / horizon, more data, or a "
                 "larger train fraction"
             )
-        scaler = fit_variable_scaler(
-            observations.value[fit_rows], observations.variable[fit_rows], observations.variables, self.scaler_kind,
-            fitted_on=f"the {'train' if self.scale_from == 'train' else 'train + val'} observations (split={self.split!r})",
-        )
+        scaler = self._given_scaler
+        if scaler is None:
+            scaler = fit_variable_scaler(
+                observations.value[fit_rows], observations.variable[fit_rows], observations.variables,
+                self.scaler_kind,
+                fitted_on=f"the {'train' if self.scale_from == 'train' else 'train + val'} observations "
+                f"(split={self.split!r})",
+            )
         scaled = scaler.transform(observations.value, observations.variable).astype(np.float32)  # [M]
         variable = observations.variable.astype(np.int64)
         self._series_splits, self._borders, self._scaler = series_splits, borders, scaler
@@ -477,6 +496,8 @@ class ObservationDataModule(pl.LightningDataModule):
     @property
     def variables(self) -> list[str]:
         """The V variable names; ``x_var`` / ``y_var`` index into them."""
+        if self._given_scaler is not None:
+            return list(self._given_scaler.variables)
         if self.variable_names is not None:
             return list(self.variable_names)
         if self.spec is not None and self._observations is None:
@@ -490,7 +511,10 @@ class ObservationDataModule(pl.LightningDataModule):
 
     @property
     def scaler(self) -> VariableScaler:
-        """The per-variable scaler (``offset``, ``scale``, ``statistics`` per variable)."""
+        """The per-variable scaler (``offset``, ``scale``, ``statistics`` per variable): the given
+        one, or the one ``setup`` fits."""
+        if self._given_scaler is not None:
+            return self._given_scaler
         self.setup()
         assert self._scaler is not None
         return self._scaler
@@ -525,6 +549,101 @@ class ObservationDataModule(pl.LightningDataModule):
                 "target_observations": int(s.n_targets.sum()),
             }
         return pd.DataFrame.from_dict(rows, orient="index")
+
+    @property
+    def forecast_span(self) -> float:
+        """The longest time after an origin that the train samples forecast: ``horizon`` when it
+        is given, else the latest target of any train sample (PhysioNet's protocol: 24.0, the
+        observations at 48:00 from the origin at 24:00); 0.0 when no train sample has a target."""
+        if self.horizon is not None:
+            return float(self.horizon)
+        s = self.samples("train")
+        has = s.n_targets > 0
+        if not has.any():
+            return 0.0
+        return float(np.max(self.observations.time[s.target_stop[has] - 1] - s.origin[has]))
+
+    def latest_histories(self, history: Optional[float]) -> ForecastSampleDataset:
+        """One sample per series that has observations, at the forecast origin t0 = its last
+        observation time: the history is every observation with ``t0 - history <= time <= t0``
+        (the last one included, at relative time 0; ``history=None``: all of them), and there are
+        no targets. Values are scaled with ``scaler`` (the given one, or the one ``setup`` fits).
+
+        ``dataset.samples.series`` [n] names each sample's series; ``dataset.batch(indices)`` gives
+        the history part of a batch (``x_*``; ``y_*`` are empty, one padded column).
+        """
+        observations = self.observations
+        present = np.flatnonzero(observations.series_lengths > 0)                  # [n]
+        stop = observations.offsets[1:][present]                                    # [n]
+        origin = observations.time[stop - 1]                                        # [n] last observation times
+        if history is None:
+            start = observations.offsets[:-1][present]
+        else:
+            bound = np.full(len(observations), -np.inf)
+            bound[present] = origin - float(history)
+            before = observations.time < bound[observations.series_index]            # [M]
+            counts = np.bincount(observations.series_index[before], minlength=len(observations))
+            start = (observations.offsets[:-1] + counts)[present]
+        samples = ForecastSamples(present.astype(np.int64), origin, start, stop, stop)
+        scaled = self.scaler.transform(observations.value, observations.variable).astype(np.float32)
+        return ForecastSampleDataset(observations.time, observations.variable.astype(np.int64), scaled, samples)
+
+    # -- how the data was read and sampled (what a fitted model keeps to read other data alike) ------------
+    @property
+    def source(self) -> Optional[str]:
+        """Where the data comes from, usable from any working directory: the registered name, the
+        file's absolute path, or None for a DataFrame or an ObservationSet."""
+        if self.spec is not None:
+            return self.spec.name
+        if self.series_spec is not None:
+            return self.series_spec.name
+        if isinstance(self._data, Path):
+            return str(self._data.resolve())
+        return None
+
+    def reading_options(self) -> dict[str, Any]:
+        """The resolved keyword arguments that shape ``observations`` (reading, variables, series,
+        thinning): ``ObservationDataModule(other, **dm.reading_options(), ...)`` reads other data
+        the way this data was read. ``time_unit`` is a ``pd.Timedelta``."""
+        return {
+            **self.read_options, "variables": self.variable_names, "max_series": self.max_series,
+            "subsample": self.subsample, "subsample_by": self.subsample_by, "subsample_seed": self.subsample_seed,
+            "unknown_descriptors": self.unknown_descriptors if self.spec is not None and self.spec.format == "physionet2012" else None,
+        }
+
+    def sampling_options(self) -> dict[str, Any]:
+        """The resolved keyword arguments that build the samples, the split and the scaler's kind."""
+        return {
+            "origins": None if self.origins is None else list(self.origins), "origin_stride": self.origin_stride,
+            "history": self.history, "horizon": self.horizon, "split": self.split,
+            "split_fractions": list(self.split_fractions), "split_seed": self.split_seed,
+            "scaler": self.scaler_kind, "scale_from": self.scale_from,
+        }
+
+    def table_columns(self) -> dict[str, Any]:
+        """The layout of the input table and its column names: ``{"layout": "long" | "wide", "id",
+        "time", "variable", "value"}`` (None where the input had no such column: no id column for
+        one series; no variable / value column in the wide layout). The time column is the one the
+        reader used (given or detected; a DataFrame's ``DatetimeIndex``: its name, or ``"time"``).
+        An ObservationSet, an ``.npz`` or a registered observation dataset reads as the long layout
+        ``id, time, variable, value``."""
+        plain = {"layout": "long", "id": "id", "time": "time", "variable": "variable", "value": "value"}
+        opts = self.read_options
+        if self.spec is not None or isinstance(self._data, ObservationSet) or (
+            isinstance(self._data, Path) and self._data.suffix == ".npz"
+        ):
+            return plain
+        if self.series_spec is not None or isinstance(self._data, Path):
+            path = registry.resolve(self.series_spec) if self.series_spec is not None else self._data
+            frame = pd.read_csv(path, sep=opts["sep"], nrows=0)  # the header (a CSV's times are text)
+        else:
+            frame = self._data
+        time = _detect_time_column(frame, opts["time_column"])
+        if time is None:
+            time = frame.index.name if frame.index.name is not None else "time"
+        long = opts["variable_column"] is not None
+        return {"layout": "long" if long else "wide", "id": opts["id_column"], "time": str(time),
+                "variable": opts["variable_column"], "value": opts["value_column"]}
 
     def transform(self, values: Union[np.ndarray, torch.Tensor], variables: Union[np.ndarray, torch.Tensor]):
         """Original units -> scaled, per variable (``variables`` holds each value's variable index)."""
@@ -563,3 +682,26 @@ class ObservationDataModule(pl.LightningDataModule):
     def predict_dataloader(self) -> DataLoader:
         """Every test sample, in order."""
         return self._loader(self.test_dataset, train=False)
+
+
+def _onto_variables(observations: ObservationSet, variables: Sequence[str]) -> ObservationSet:
+    """``observations`` with their variable indices into ``variables`` (a fitted scaler's): a
+    variable of the data that ``variables`` lacks is an error; one the data never observes is
+    simply absent. Same observations, same order (the kept variables keep their relative order)."""
+    names = tuple(str(v) for v in variables)
+    if observations.variables == names:
+        return observations
+    unknown = [v for v in observations.variables if v not in names]
+    if unknown:
+        raise DataError(
+            f"the data has variables {unknown} that the model was not fit on (it knows {list(names)}); drop "
+            "them from the data (or read only the known ones with columns=[...]), or fit a model on this data"
+        )
+    present = [v for v in names if v in observations.variables]
+    kept = observations.select_variables(present)  # sorted by (series, time, position in `present`)
+    position = np.asarray([names.index(v) for v in present], dtype=np.int64)  # increasing: order is kept
+    return ObservationSet(
+        series_ids=kept.series_ids, offsets=kept.offsets, time=kept.time, variable=position[kept.variable],
+        value=kept.value, variables=names, time_unit=kept.time_unit, origins=kept.origins, source=kept.source,
+        read_counts=observations.read_counts,
+    )

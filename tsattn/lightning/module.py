@@ -18,11 +18,13 @@ import warnings
 from typing import Any, Optional, Union
 
 import lightning.pytorch as pl
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 from torchmetrics import MeanAbsoluteError, MeanSquaredError, MetricCollection
 
+from ..data.observation_datamodule import ObservationDataModule
 from ..models.registry import get_model_class, input_kind
 from ..nn import ATTENTIONS, SINKS
 from .metrics import PerVariableError
@@ -47,15 +49,18 @@ def _observation_metrics(n_variables: int) -> torch.nn.ModuleDict:
 
 
 def data_info(dm) -> dict[str, Any]:
-    """What a fitted ``CSVDataModule`` learnt and how it read its data: what forecasting and
-    evaluating on other data needs (saved in checkpoints; plain Python values only).
+    """What a fitted data module learnt and how it read its data: what forecasting and evaluating
+    on other data needs (saved in checkpoints; plain Python values only). An
+    ``ObservationDataModule`` gives ``observation_data_info(dm)``; a ``CSVDataModule`` the keys:
 
-    Keys: ``source`` (registered name or absolute path; None for a DataFrame), ``channel_names``,
+    ``source`` (registered name or absolute path; None for a DataFrame), ``channel_names``,
     ``target_names``, ``target_index``, ``scaler_mean`` / ``scaler_scale`` (the train scaler's
     float64 statistics, exactly), ``time_unit_ns`` (the knot-time unit in nanoseconds; None for
     index knot times), ``freq``, ``time_column``, ``features``, ``target``, ``read_options`` (every
     reading option, resolved) and ``datamodule`` (the data module's hyperparameters).
     """
+    if isinstance(dm, ObservationDataModule):
+        return observation_data_info(dm)
     scaler = dm.scaler
     unit = dm.time_unit
     return {
@@ -72,6 +77,46 @@ def data_info(dm) -> dict[str, Any]:
         "target": dm.target,
         "read_options": dm.reading_options(),
         "datamodule": {k: v for k, v in dm.hparams.items() if k != "data"},
+    }
+
+
+def observation_data_info(dm: ObservationDataModule) -> dict[str, Any]:
+    """What a fitted ``ObservationDataModule`` learnt and how it read and sampled its data (plain
+    Python values only), so that a model can read other data alike and forecast in its units.
+
+    Keys: ``kind`` (``"observations"``), ``source`` (registered name or absolute path; None for a
+    DataFrame or an ObservationSet), ``variables`` [V], ``columns`` (``dm.table_columns()``: the
+    input's layout and column names), ``times`` (``"datetime"``: float time units since each
+    series' first timestamp; ``"numeric"``: numbers as given), ``time_unit_ns`` (the reading's
+    time unit in nanoseconds), ``read_options`` (``dm.reading_options()``, its ``time_unit`` in
+    ``time_unit_ns``), ``sampling`` (``dm.sampling_options()``), ``history`` (the history span;
+    None: all), ``horizon`` (``dm.forecast_span``: how far after an origin the model learnt to
+    forecast), ``batch_size``, and ``scaler``: ``kind``, ``variables``, ``offset`` / ``scale``
+    [V] (the fitted float64 values, exactly) and ``statistics`` (its table as
+    ``{column: [V values]}``).
+    """
+    scaler = dm.scaler
+    read = dm.reading_options()
+    unit = read.pop("time_unit")
+    return {
+        "kind": "observations",
+        "source": dm.source,
+        "variables": list(dm.variables),
+        "columns": dm.table_columns(),
+        "times": "numeric" if dm.observations.time_unit is None else "datetime",
+        "time_unit_ns": int(unit.value),
+        "read_options": read,
+        "sampling": dm.sampling_options(),
+        "history": dm.history,
+        "horizon": dm.forecast_span,
+        "batch_size": dm.batch_size,
+        "scaler": {
+            "kind": scaler.kind,
+            "variables": list(scaler.variables),
+            "offset": [float(v) for v in scaler.offset],
+            "scale": [float(v) for v in scaler.scale],
+            "statistics": {str(c): [v.item() for v in scaler.statistics[c].to_numpy()] for c in scaler.statistics},
+        },
     }
 
 
@@ -225,8 +270,9 @@ class ForecastModule(pl.LightningModule):
                     f"the data has {len(scaler.offset)} variables but the model was built for "
                     f"{self.hparams.n_channels}; build the model with n_channels={len(scaler.offset)}"
                 )
-            self.y_mean.copy_(torch.as_tensor(scaler.offset, dtype=self.y_mean.dtype))
-            self.y_scale.copy_(torch.as_tensor(scaler.scale, dtype=self.y_scale.dtype))
+            # np.array copies: the scaler's arrays may be read-only views, which torch warns about
+            self.y_mean.copy_(torch.as_tensor(np.array(scaler.offset, dtype=np.float64), dtype=self.y_mean.dtype))
+            self.y_scale.copy_(torch.as_tensor(np.array(scaler.scale, dtype=np.float64), dtype=self.y_scale.dtype))
             return
         if len(scaler.mean_) != self.hparams.n_channels:
             raise ValueError(
@@ -289,6 +335,29 @@ class ForecastModule(pl.LightningModule):
     def forward_observations(self, batch: dict[str, Tensor]) -> Tensor:
         """An observation batch (see the module docstring) -> forecasts [B, Ny] in scaled units."""
         return self.net(*(batch[key] for key in _OBSERVATION_INPUTS))
+
+    def observations_to_original(self, pred: Tensor, batch: dict[str, Tensor]) -> Tensor:
+        """Scaled forecasts [B, Ny] of ``batch``'s queries -> original units (each query's variable's
+        statistics); 0 at padded queries."""
+        var = batch["y_var"]
+        return torch.where(batch["y_mask"], pred * self.y_scale[var] + self.y_mean[var], 0.0)
+
+    @torch.no_grad()
+    def forecast_observations(self, batch: dict[str, Tensor]) -> Tensor:
+        """An observation batch (scaled history ``x_*``, queries ``y_time``, ``y_var``, ``y_mask``;
+        ``y_value`` is not read) -> forecasts [B, Ny] in original units, 0 at padded queries.
+
+        Eval mode, no gradients, the eager model, as ``forecast``: a forecast after ``save`` /
+        ``load`` equals the one before bit for bit (same weights, same batch, same thread count).
+        """
+        was_training = self.training
+        self.eval()
+        try:
+            batch = {key: value.to(self.device) for key, value in batch.items()}
+            with torch.compiler.set_stance("force_eager"):
+                return self.observations_to_original(self.forward_observations(batch), batch)
+        finally:
+            self.train(was_training)
 
     def _observation_loss(self, pred: Tensor, batch: dict[str, Tensor]) -> Tensor:
         mask, target = batch["y_mask"], batch["y_value"]
@@ -376,9 +445,7 @@ class ForecastModule(pl.LightningModule):
     def predict_step(self, batch: dict[str, Tensor], batch_idx: int, dataloader_idx: int = 0) -> Tensor:
         """Forecast [B, H, C_out] in original units (observation models: [B, Ny], 0 at padded queries)."""
         if self.observations:
-            pred = self.forward_observations(batch)
-            var = batch["y_var"]
-            return torch.where(batch["y_mask"], pred * self.y_scale[var] + self.y_mean[var], 0.0)
+            return self.observations_to_original(self.forward_observations(batch), batch)
         return self.to_original(self(batch["x"], batch.get("t_x")))
 
     def on_fit_start(self) -> None:

@@ -1,0 +1,307 @@
+"""Forecaster on irregular series (model="irregular"): fit on long / wide tables with gaps, forecast at
+requested times, save / load, evaluate, and the errors.
+
+Forecasts before and after save / load are compared exactly: both go through the same code (the data
+read with the fit's options onto the fit's variables, scaled with the fit's scaler statistics, stored
+exactly as float64, then ``ForecastModule.forecast_observations`` on the eager model) on the same
+weights, in one process at one thread count, so they are the same floating-point operations on the
+same bits. Metrics over many targets are compared with a relative tolerance of 1e-6.
+"""
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tsattn import Forecaster
+from tsattn.data import DataError
+
+TINY = {"d_model": 8, "n_heads": 2, "n_layers": 1, "d_ff": 16, "dropout": 0.0, "time_features": 4}
+SETTINGS = dict(attention="continuous", sink="learned", lookback=24.0, horizon=12.0, model_kwargs=TINY, lr=3e-3,
+                lr_schedule="constant", batch_size=16, seed=1)
+FIT = dict(max_epochs=2, enable_progress_bar=False, logger=False)
+LONG = dict(id_column="patient", time_column="when", variable_column="name", value_column="reading")
+# variable: (level, amplitude, mean gap in hours); "pressure" lives around 1000, "temp" around 37
+VARIABLES = {"hr": (70.0, 10.0, 1.5), "pressure": (1000.0, 30.0, 2.5), "temp": (37.0, 0.5, 4.0)}
+
+
+def long_table(n_series: int = 4, hours: float = 240.0, seed: int = 0) -> pd.DataFrame:
+    """Every variable of every series at its own random times (to the minute), datetimes, gaps everywhere."""
+    rng = np.random.default_rng(seed)
+    parts = []
+    for k in range(n_series):
+        start = pd.Timestamp("2024-01-01") + pd.Timedelta(minutes=90 * k)
+        for name, (level, amplitude, gap) in VARIABLES.items():
+            t = np.cumsum(rng.exponential(gap, size=int(2 * hours / gap)))
+            minutes = np.unique(np.round(t[t < hours] * 60))  # distinct times per variable
+            hours_ = minutes / 60
+            value = level + amplitude * np.sin(2 * np.pi * hours_ / 24 + k) + 0.05 * amplitude * rng.standard_normal(hours_.size)
+            parts.append(pd.DataFrame({"patient": f"p{k}", "when": start + pd.to_timedelta(minutes, unit="min"),
+                                       "name": name, "reading": value}))
+    return pd.concat(parts).sort_values(["patient", "when", "name"]).reset_index(drop=True)
+
+
+def wide_table(long: pd.DataFrame) -> pd.DataFrame:
+    """The same observations, one column per variable, NaN = not observed."""
+    wide = long.pivot(index=["patient", "when"], columns="name", values="reading").reset_index()
+    wide.columns.name = None
+    return wide
+
+
+def last_times(table: pd.DataFrame) -> pd.Series:
+    return table.groupby("patient")["when"].max()
+
+
+@pytest.fixture(scope="module")
+def long_fit(tmp_path_factory):
+    root = tmp_path_factory.mktemp("irregular")
+    path = root / "observations.csv"
+    table = long_table()
+    table.to_csv(path, index=False)
+    f = Forecaster("irregular", **SETTINGS)
+    f.fit(path, **LONG, **FIT)
+    return f, path, table
+
+
+def requests(table: pd.DataFrame) -> pd.DataFrame:
+    """A long request table: three series, mixed variables, times 30 min to 11 h after each last observation."""
+    last = last_times(table)
+    return pd.DataFrame({
+        "patient": ["p0", "p1", "p1", "p3"],
+        "when": [last["p0"] + pd.Timedelta("2h"), last["p1"] + pd.Timedelta("30min"),
+                 last["p1"] + pd.Timedelta("11h"), last["p3"] + pd.Timedelta("5h")],
+        "name": ["hr", "pressure", "temp", "pressure"],
+    })
+
+
+def test_round_trip_on_a_long_table_forecasts_exactly_the_same(long_fit, tmp_path, monkeypatch):
+    f, path, table = long_fit
+    at = requests(table)
+    before = f.predict(at=at)
+    assert list(before.columns) == ["patient", "when", "name", "reading"]  # the layout it was fit on
+    pd.testing.assert_frame_equal(before[["patient", "when", "name"]], at)  # one row per request, as asked
+    assert np.isfinite(before["reading"]).all()
+    ckpt = f.save(tmp_path / "model.ckpt")
+    assert sorted(os.listdir(tmp_path)) == ["model.ckpt"]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    g = Forecaster.load(ckpt)
+    pd.testing.assert_frame_equal(g.predict(at=at), before, check_exact=True)  # the source CSV is re-read
+    pd.testing.assert_frame_equal(g.predict(pd.read_csv(path), at=at), before, check_exact=True)
+    pd.testing.assert_frame_equal(f.predict(pd.read_csv(path), at=at), before, check_exact=True)
+    assert g.evaluate("test") == pytest.approx(f.evaluate("test"), rel=1e-6)
+    info, scaler = g.module.data_info, f.datamodule.scaler  # the fit's scaler travels exactly
+    assert info["scaler"]["offset"] == scaler.offset.tolist() and info["scaler"]["scale"] == scaler.scale.tolist()
+    assert info["time_unit_ns"] == pd.Timedelta("1h").value and info["horizon"] == 12.0 and info["history"] == 24.0
+    assert os.listdir(elsewhere) == []
+
+
+def test_times_for_every_series_and_variable(long_fit):
+    f, _, table = long_fit
+    last = last_times(table)
+    times = [last.max() + pd.Timedelta("1h"), last.max() + pd.Timedelta("3h")]
+    assert last.max() - last.min() < pd.Timedelta("9h")  # so that both times are within the horizon of every series
+    out = f.predict(at=times)
+    expected = pd.DataFrame([(p, t, v) for p in last.index for t in times for v in VARIABLES],
+                            columns=["patient", "when", "name"])
+    pd.testing.assert_frame_equal(out[["patient", "when", "name"]], expected)  # series, then time, then variable
+    pd.testing.assert_frame_equal(f.predict(at=[str(t) for t in times]), out, check_exact=True)  # text is parsed
+    # one request at a time gives the same forecast: a query depends on its own time and variable only
+    one = f.predict(at=pd.DataFrame({"patient": ["p2"], "when": [times[1]], "name": ["temp"]}))
+    row = out[(out["patient"] == "p2") & (out["when"] == times[1]) & (out["name"] == "temp")]
+    np.testing.assert_allclose(one["reading"].to_numpy(), row["reading"].to_numpy(), rtol=1e-5)
+
+
+def test_default_forecasts_every_variable_at_the_median_step(long_fit):
+    f, _, table = long_fit
+    out = f.predict()
+    assert list(out.columns) == ["patient", "when", "name", "reading"]
+    for patient, own in table.groupby("patient"):
+        times = np.unique(own["when"].to_numpy())
+        step = pd.Timedelta(np.median(np.diff(times)))
+        k = int(pd.Timedelta("12h") / step)
+        expected = own["when"].max() + step * np.arange(1, k + 1)
+        got = out[out["patient"] == patient]
+        assert len(got) == 3 * k
+        np.testing.assert_array_equal(got["name"].to_numpy(), np.tile(["hr", "pressure", "temp"], k))
+        shown = pd.DatetimeIndex(got["when"].to_numpy()[::3])
+        assert np.abs((shown - expected).total_seconds()).max() < 1e-3
+
+
+def test_forecasts_are_in_original_units(long_fit):
+    f, _, _ = long_fit
+    out = f.predict()
+    by_variable = out.groupby("name")["reading"]
+    assert by_variable.min()["pressure"] > 900 and by_variable.max()["pressure"] < 1100
+    assert by_variable.min()["hr"] > 40 and by_variable.max()["hr"] < 100
+    assert by_variable.min()["temp"] > 35 and by_variable.max()["temp"] < 39
+
+
+def test_evaluate_reports_the_protocol_metrics_with_the_fit_scale(long_fit):
+    f, path, table = long_fit
+    test, val = f.evaluate("test"), f.evaluate("val")
+    assert set(test) == {"mse", "mae", "mse_orig", "mae_orig"} and test != val
+    assert all(np.isfinite(v) and v > 0 for v in test.values())
+    assert f.evaluate("test", data=pd.read_csv(path)) == pytest.approx(test, rel=1e-6)
+    # other data is scaled with the fit's scaler, not its own: a variable ten times larger is far off
+    other = table.assign(reading=np.where(table["name"] == "hr", table["reading"] * 10, table["reading"]))
+    assert f.evaluate("test", data=other)["mse"] > 10 * test["mse"]
+
+
+def test_wide_table_with_gaps_round_trip(tmp_path):
+    table = long_table(seed=3)
+    wide = wide_table(table)
+    assert wide[["hr", "pressure", "temp"]].isna().to_numpy().mean() > 0.5  # mostly gaps
+    f = Forecaster("irregular", **SETTINGS)
+    f.fit(wide, id_column="patient", **FIT)  # the time column "when" is detected by name
+    last = last_times(table)
+    at = pd.DataFrame({"patient": ["p1", "p2"], "when": [last["p1"] + pd.Timedelta("1h"), last["p2"] + pd.Timedelta("2h")],
+                       "temp": np.nan, "hr": np.nan})  # wide requests: these variables at these times
+    before = f.predict(at=at)
+    assert list(before.columns) == ["patient", "when", "temp", "hr"] and len(before) == 2
+    assert np.isfinite(before[["temp", "hr"]].to_numpy()).all()
+    every = f.predict(at=at[["patient", "when"]])
+    assert list(every.columns) == ["patient", "when", "hr", "pressure", "temp"]
+    np.testing.assert_allclose(every[["temp", "hr"]].to_numpy(), before[["temp", "hr"]].to_numpy(), rtol=1e-5)
+    as_long = f.predict(at=pd.DataFrame({"patient": ["p1"], "when": at["when"][:1], "variable": ["hr"]}))
+    assert list(as_long.columns) == ["patient", "when", "hr", "pressure", "temp"]  # the wide layout, NaN elsewhere
+    assert as_long[["pressure", "temp"]].isna().all(axis=None) and np.isfinite(as_long["hr"]).all()
+    g = Forecaster.load(f.save(tmp_path / "wide.ckpt"))
+    with pytest.raises(RuntimeError, match="pass the data"):
+        g.predict(at=at)  # a DataFrame is not kept in the checkpoint
+    pd.testing.assert_frame_equal(g.predict(wide, at=at), before, check_exact=True)
+    reordered = wide[["when", "temp", "patient", "hr", "pressure"]]  # columns in another order: read by name
+    pd.testing.assert_frame_equal(g.predict(reordered, at=at), before, check_exact=True)
+    pd.testing.assert_frame_equal(g.predict(wide), f.predict(), check_exact=True)
+
+
+def test_the_model_reads_only_the_observed_cells(tmp_path, monkeypatch):
+    """No imputation: the history observations the model reads are exactly the observed cells of the
+    wide table within `lookback` of each series' last observation."""
+    table = long_table(seed=5)
+    wide = wide_table(table)
+    f = Forecaster("irregular", **SETTINGS)
+    f.fit(wide, id_column="patient", **FIT)
+    read = []
+    forward = f.module.forward_observations
+    monkeypatch.setattr(f.module, "forward_observations", lambda batch: read.append(batch) or forward(batch))
+    last = last_times(table)
+    f.predict(at=[last.max() + pd.Timedelta("1h")])
+    seen = sum(int(batch["x_mask"].sum()) for batch in read)
+    window = wide["when"] >= wide["patient"].map(last) - pd.Timedelta("24h")
+    cells = int(wide.loc[window, ["hr", "pressure", "temp"]].notna().to_numpy().sum())
+    assert seen == cells
+    times = np.concatenate([batch["x_time"][batch["x_mask"]].numpy() for batch in read])
+    assert times.min() >= -24.0 and times.max() == 0.0  # hours before the last observation, the last at 0
+
+
+def test_fixed_origins_all_history_and_numeric_times(tmp_path):
+    """Numbers as times (hours since admission), fixed origins, lookback=None (all history) and
+    horizon=None (what the targets reach); forecasts come back at numeric times."""
+    table = long_table(n_series=5, hours=60.0, seed=2)
+    first = table.groupby("patient")["when"].transform("min")
+    table = table.assign(when=(table["when"] - first) / pd.Timedelta("1h"))
+    f = Forecaster("irregular", **{**SETTINGS, "lookback": None, "horizon": None})
+    f.fit(table, origins=[36.0], **LONG, **FIT)
+    span = f.module.data_info["horizon"]
+    assert 23.0 < span < 24.0  # the latest target of a train sample, 36 h -> just under 60 h
+    assert f.module.data_info["times"] == "numeric" and f.datamodule.split == "series"
+    last = table.groupby("patient")["when"].max()
+    out = f.predict(at=[last.max() + 0.5])
+    assert out["when"].dtype == np.float64 and (out["when"] == last.max() + 0.5).all()
+    with pytest.raises(DataError, match="must hold finite numbers"):
+        f.predict(at=[pd.Timestamp("2024-01-03")])
+    read = []
+    forward = f.module.forward_observations
+    f.module.forward_observations = lambda batch: read.append(batch) or forward(batch)
+    f.predict(at=[last.max() + 0.5])
+    assert sum(int(batch["x_mask"].sum()) for batch in read) == len(table)  # all of the history
+
+
+@pytest.fixture(scope="module")
+def errors_fit(long_fit):
+    f, _, table = long_fit
+    return f, table, last_times(table)
+
+
+@pytest.mark.parametrize(
+    "make, phrase",
+    [
+        (lambda last: pd.DataFrame({"patient": ["p0"], "when": [last["p0"]], "name": ["hr"]}), "at or before"),
+        (lambda last: pd.DataFrame({"patient": ["p0"], "when": [last["p0"] - pd.Timedelta("3h")], "name": ["hr"]}),
+         "at or before"),
+        (lambda last: pd.DataFrame({"patient": ["p9"], "when": [last["p0"] + pd.Timedelta("1h")], "name": ["hr"]}),
+         r"does not hold: \['p9'\]"),
+        (lambda last: pd.DataFrame({"patient": ["p0"], "when": [last["p0"] + pd.Timedelta("1h")], "name": ["spo2"]}),
+         r"not fit on: \['spo2'\]"),
+        (lambda last: pd.DataFrame({"patient": ["p0"], "when": [last["p0"] + pd.Timedelta("13h")], "name": ["hr"]}),
+         "more than horizon = 12"),
+        (lambda last: pd.DataFrame({"patient": ["p0", "p0"], "when": [last["p0"] + pd.Timedelta("1h")] * 2,
+                                    "name": ["hr", "hr"]}), "more than once"),
+        (lambda last: pd.DataFrame({"id": ["p0"], "when": [last["p0"] + pd.Timedelta("1h")]}), r"needs the columns \['patient'\]"),
+        (lambda last: [last.max() + pd.Timedelta("1h"), last.min() + pd.Timedelta("13h")], "more than horizon"),
+        (lambda last: [1.5], "holds numbers, not dates"),
+    ],
+)
+def test_bad_requests_name_the_problem(errors_fit, make, phrase):
+    f, _, last = errors_fit
+    with pytest.raises(DataError, match=phrase):
+        f.predict(at=make(last))
+
+
+def test_requests_exactly_at_the_horizon_are_allowed(errors_fit):
+    f, _, last = errors_fit
+    out = f.predict(at=pd.DataFrame({"patient": ["p0"], "when": [last["p0"] + pd.Timedelta("12h")], "name": ["hr"]}))
+    assert len(out) == 1 and np.isfinite(out["reading"]).all()
+
+
+def test_bad_data_for_a_fitted_model(errors_fit):
+    f, table, _ = errors_fit
+    extra = pd.concat([table, pd.DataFrame({"patient": ["p0"], "when": [table["when"].max()], "name": ["spo2"],
+                                            "reading": [97.0]})])
+    with pytest.raises(DataError, match=r"variables \['spo2'\] that the model was not fit on"):
+        f.predict(extra)
+    numbers = table.assign(when=np.arange(len(table), dtype=float))
+    with pytest.raises(DataError, match="times are numbers"):
+        f.predict(numbers)
+    # a series whose every cell is empty has no history: an error naming it
+    wide = wide_table(table)
+    empty = pd.DataFrame({"patient": ["p7"], "when": [table["when"].max()]})
+    g = Forecaster("irregular", **SETTINGS)
+    g.fit(wide, id_column="patient", **FIT)
+    with pytest.raises(DataError, match=r"no observation in the data.*'p7'"):
+        g.predict(pd.concat([wide, empty]))
+    # a variable the data never observes is simply not observed: forecasts still come
+    without_temp = table[table["name"] != "temp"]
+    out = f.predict(without_temp, at=pd.DataFrame({"patient": ["p0"], "name": ["temp"],
+                                                   "when": [without_temp["when"].max() + pd.Timedelta("1h")]}))
+    assert np.isfinite(out["reading"]).all()
+
+
+def test_fit_errors(long_fit):
+    _, path, table = long_fit
+    with pytest.raises(ValueError, match=r"\['target'\] apply to window models"):
+        Forecaster("irregular", **SETTINGS).fit(table, target="hr", **LONG, **FIT)
+    with pytest.raises(ValueError, match=r"\['id_column', 'variable_column', 'value_column'\] apply to observation"):
+        Forecaster("patchtst", lookback=48, horizon=12).fit(path, **LONG, **FIT)
+    with pytest.raises(DataError, match="rolling forecast origins .* need a history and a target span"):
+        Forecaster("irregular", model_kwargs=TINY).fit(table, **LONG, **FIT)
+    with pytest.raises(DataError, match=r"have no observation \[-24, 0\) to forecast from at origin 0"):
+        Forecaster("irregular", **SETTINGS).fit(table, origins=[0.0], **LONG, **FIT)  # nothing before time 0
+    with pytest.raises(DataError, match=r"the val and test split\(s\) hold no forecasting samples"):
+        Forecaster("irregular", **{**SETTINGS, "horizon": 20.0}).fit(table, split_fractions=(0.85, 0.05, 0.1),
+                                                                     **LONG, **FIT)
+
+
+@pytest.mark.parametrize("kwargs", [dict(lookback="24"), dict(lookback=0.0), dict(horizon=-1.0), dict(horizon=True),
+                                    dict(horizon=float("inf")), dict(lookback=np.nan)])
+def test_constructor_validates_spans(kwargs):
+    with pytest.raises(ValueError, match="must be a finite number > 0") as info:
+        Forecaster("irregular", model_kwargs=TINY, **kwargs)
+    assert next(iter(kwargs)) in str(info.value) and "pass" in str(info.value)
+
+
+def test_window_models_take_no_request_times():
+    with pytest.raises(ValueError, match="at= applies to observation models"):
+        Forecaster("patchtst").predict(at=[pd.Timestamp("2024-01-01")])
