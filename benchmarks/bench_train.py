@@ -43,6 +43,10 @@ sys.path.insert(0, str(ROOT))
 from run_protocol import EpochTimer, git_commit  # noqa: E402  (benchmarks/ is the script's folder)
 
 PATCHTST_42 = {"n_layers": 3, "n_heads": 4, "d_model": 16, "d_ff": 128, "dropout": 0.3, "head_dropout": 0.0}
+IRREGULAR = {"model": "irregular", "sink": "learned", "rope": True, "lookback": None, "horizon": None, "lr": 1e-3,
+             "lr_schedule": "constant", "batch_size": 32,
+             "model_kwargs": {"d_model": 64, "n_heads": 4, "n_layers": 2, "n_decoder_layers": 1, "d_ff": 128,
+                              "dropout": 0.0}}
 # TSLib's run.py with the same model, data and schedule (the PatchTST paper's ETTh1 settings)
 PEER_ARGS = ("--task_name long_term_forecast --is_training 1 --root_path ./dataset/ETT-small/ --data_path ETTh1.csv "
              "--model_id ETTh1_336_96 --model PatchTST --data ETTh1 --features M --seq_len 336 --label_len 48 "
@@ -106,10 +110,14 @@ CONFIGS: dict[str, Config] = {
                                          compile=True),
     "decoder-softmax": tsattn_config(model="decoder", attention="softmax"),
     "decoder-continuous": tsattn_config(model="decoder", attention="continuous"),
+    # the irregular model on PhysioNet 2012 (its registered protocol; the sizes of configs/physionet2012)
+    "irregular-softmax": tsattn_config(data="physionet2012", **IRREGULAR, attention="softmax"),
+    "irregular-continuous": tsattn_config(data="physionet2012", **IRREGULAR, attention="continuous"),
 }
 RATIOS = [("softmax", "peer"), ("continuous", "softmax"), ("continuous", "peer"),
           ("softmax-compiled", "peer"), ("continuous-compiled", "softmax-compiled"),
-          ("continuous-compiled", "peer"), ("decoder-continuous", "decoder-softmax")]
+          ("continuous-compiled", "peer"), ("decoder-continuous", "decoder-softmax"),
+          ("irregular-continuous", "irregular-softmax")]
 
 
 def run_worker(spec: dict[str, Any], epochs: int, max_batches: Optional[int]) -> None:
@@ -118,8 +126,10 @@ def run_worker(spec: dict[str, Any], epochs: int, max_batches: Optional[int]) ->
 
     timer = EpochTimer()
     with tempfile.TemporaryDirectory(prefix="bench_train_") as tmp:
-        Forecaster(lr=1e-4, lr_schedule="type3", batch_size=128, lookback=336, horizon=96, **spec["forecaster"]).fit(
-            spec["data"], features="M", max_epochs=epochs, callbacks=[timer], limit_train_batches=max_batches,
+        settings = {"lr": 1e-4, "lr_schedule": "type3", "batch_size": 128, "lookback": 336, "horizon": 96,
+                    **spec["forecaster"]}
+        Forecaster(**settings).fit(
+            spec["data"], max_epochs=epochs, callbacks=[timer], limit_train_batches=max_batches,
             limit_val_batches=0, num_sanity_val_steps=0, logger=False, enable_progress_bar=False,
             enable_model_summary=False, default_root_dir=tmp)
     print(WORKER_RESULT + json.dumps({"epoch_seconds": timer.seconds, "threads": torch.get_num_threads()}), flush=True)
