@@ -28,7 +28,7 @@ from typing import Optional
 import torch
 from torch import Tensor, nn
 
-from ..nn import FeedForward, MultiHeadAttention, RevIN, causal_patch_statistics
+from ..nn import Dropout, FeedForward, MultiHeadAttention, RevIN, causal_patch_statistics
 from .patchtst import check_window, patch_positions
 
 
@@ -66,7 +66,7 @@ class DecoderBlock(nn.Module):
         )
         self.norm_ffn = nn.LayerNorm(d_model)
         self.ff = FeedForward(d_model, d_ff, dropout)
-        self.dropout_ffn = nn.Dropout(dropout)
+        self.dropout_ffn = Dropout(dropout)
 
     def forward(self, x: Tensor, positions: Optional[Tensor] = None) -> Tensor:
         """x: [B, N, d_model] -> [B, N, d_model]; token i sees tokens <= i only."""
@@ -141,7 +141,7 @@ class PatchDecoder(nn.Module):
         self.W_pos = None
         if learned_pos:
             self.W_pos = nn.Parameter(torch.empty(self.n_tokens, d_model).uniform_(-0.02, 0.02))
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.blocks = nn.ModuleList(
             DecoderBlock(d_model, n_heads, d_ff, dropout, attention=attention, sink=sink, rope=rope,
                          softmax_sink=softmax_sink)

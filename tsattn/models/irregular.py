@@ -45,7 +45,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..nn import FeedForward, MultiHeadAttention
+from ..nn import Dropout, FeedForward, MultiHeadAttention
 
 __all__ = ["IrregularTransformer"]
 
@@ -137,7 +137,7 @@ class _Block(nn.Module):
                                        softmax_sink=True, proj_dropout=dropout, rope_base=rope_base)
         self.norm_ffn = nn.LayerNorm(d_model)
         self.ff = FeedForward(d_model, d_ff, dropout)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, x: Tensor, positions: Optional[Tensor] = None, *, memory: Optional[Tensor] = None,
                 memory_positions: Optional[Tensor] = None, key_lengths: Optional[Tensor] = None) -> Tensor:
@@ -233,7 +233,7 @@ class IrregularTransformer(nn.Module):
         self.value_embedding = nn.Linear(1, d_model)
         self.variable_embedding = nn.Embedding(n_variables, d_model)
         self.not_observed = nn.Parameter(torch.zeros(d_model))
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.temporal = nn.ModuleList(_Block(d_model, n_heads, d_ff, dropout, **temporal) for _ in range(n_layers))
         self.summary_in = nn.ModuleList(nn.Linear(d_model, d_model) for _ in range(n_layers))
         self.variable_mix = nn.ModuleList(   # attention over the set of variables: plain softmax, not switched

@@ -37,7 +37,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..nn import BatchNormTokens, FeedForward, MultiHeadAttention, RevIN
+from ..nn import BatchNormTokens, Dropout, FeedForward, MultiHeadAttention, RevIN
 
 
 def check_window(x: Tensor, t_x: Optional[Tensor], n_channels: int, lookback: int) -> None:
@@ -96,10 +96,10 @@ class PatchTSTEncoderLayer(nn.Module):
             d_model, n_heads, attention=attention, sink=sink, rope=rope, causal=causal,
             softmax_sink=softmax_sink, proj_dropout=dropout,
         )
-        self.dropout_attn = nn.Dropout(dropout)
+        self.dropout_attn = Dropout(dropout)
         self.norm_attn = BatchNormTokens(d_model)
         self.ff = FeedForward(d_model, d_ff, dropout)
-        self.dropout_ffn = nn.Dropout(dropout)
+        self.dropout_ffn = Dropout(dropout)
         self.norm_ffn = BatchNormTokens(d_model)
 
     def forward(self, x: Tensor, positions: Optional[Tensor] = None) -> Tensor:
@@ -182,7 +182,7 @@ class PatchTST(nn.Module):
         self.W_pos = None
         if learned_pos:
             self.W_pos = nn.Parameter(torch.empty(self.n_patches, d_model).uniform_(-0.02, 0.02))
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.layers = nn.ModuleList(
             PatchTSTEncoderLayer(
                 d_model, n_heads, d_ff, dropout, attention=attention, sink=sink, rope=rope,
@@ -191,7 +191,7 @@ class PatchTST(nn.Module):
             for _ in range(n_layers)
         )
         self.head = nn.Linear(d_model * self.n_patches, horizon)
-        self.head_dropout = nn.Dropout(head_dropout)
+        self.head_dropout = Dropout(head_dropout)
 
     def token_positions(self, t_x: Optional[Tensor]) -> Optional[Tensor]:
         """Patch positions [B, n_patches] from knot times [B, L]; None stays None (= 0..n-1)."""

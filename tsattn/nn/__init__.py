@@ -1,6 +1,7 @@
 """The attention layer and its parts: RoPE, sinks, multi-head attention (softmax | continuous), blocks."""
 from .attention import ATTENTIONS, MultiHeadAttention, knot_dt, set_attention
 from .blocks import BatchNormTokens, FeedForward, RevIN, causal_patch_statistics
+from .dropout import Dropout, dropout
 from .rope import RotaryEmbedding, apply_rope, rope_angles
 from .sinks import SINKS, SinkKV
 
@@ -8,6 +9,7 @@ __all__ = [
     "ATTENTIONS",
     "SINKS",
     "BatchNormTokens",
+    "Dropout",
     "FeedForward",
     "MultiHeadAttention",
     "RevIN",
@@ -15,6 +17,7 @@ __all__ = [
     "SinkKV",
     "apply_rope",
     "causal_patch_statistics",
+    "dropout",
     "knot_dt",
     "rope_angles",
     "set_attention",

@@ -39,6 +39,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..ops import continuous_attention
+from .dropout import Dropout
 from .rope import apply_rope, rope_angles
 from .sinks import SINKS, SinkKV
 
@@ -112,7 +113,7 @@ class MultiHeadAttention(nn.Module):
         self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)
         self.sink = SinkKV(sink, n_heads, self.head_dim)
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)
-        self.proj_dropout = nn.Dropout(proj_dropout)
+        self.proj_dropout = Dropout(proj_dropout)
 
     # -- the switch --------------------------------------------------------------------------
     @property

@@ -4,6 +4,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from .dropout import Dropout
+
 
 class RevIN(nn.Module):
     """Reversible instance normalisation (Kim et al., 2022), as in the official PatchTST.
@@ -89,7 +91,7 @@ class FeedForward(nn.Module):
         self.net = nn.Sequential(
             nn.Linear(d_model, d_ff, bias=bias),
             nn.GELU(),
-            nn.Dropout(dropout),
+            Dropout(dropout),
             nn.Linear(d_ff, d_model, bias=bias),
         )
 
