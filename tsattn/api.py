@@ -352,8 +352,9 @@ class Forecaster:
         batch_size: windows (observation models: samples, and series in ``predict``) per batch
             (a positive int).
         seed: seeds weights, shuffling and dropout (an int >= 0); a fit is repeatable on CPU.
-        compile: ``torch.compile`` the model for training and evaluation (faster continuous
-            attention on CPU after a warm-up); ``predict`` always runs the eager model.
+        compile: ``torch.compile`` the model for training and evaluation (off by default: on CPU
+            the eager models, with the fused CPU kernel for continuous attention, train faster than
+            compiled ones, with no warm-up); ``predict`` always runs the eager model.
             Observation models always run eagerly (ragged shapes; a warning says so).
 
     Raises:

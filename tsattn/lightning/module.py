@@ -161,8 +161,8 @@ class ForecastModule(pl.LightningModule):
             per epoch: 0.9x in epoch 4, 0.81x in epoch 5, ...), ``"onecycle"`` (per step, PatchTST's
             ``TST``), or ``"constant"``.
         pct_start: warm-up fraction of ``"onecycle"``.
-        compile: ``torch.compile`` the model's forward (fuses the continuous op on CPU; the first
-            batches pay the compile time). Observation models have ragged, data-dependent shapes and
+        compile: ``torch.compile`` the model's forward (the first batches pay the compile time; on
+            CPU the eager models train faster: measured in benchmarks/RESULTS.md). Observation models have ragged, data-dependent shapes and
             run eagerly (a warning says so).
         seed: reseed torch's RNG before every train step with (seed, step), so dropout masks depend
             only on the step and a run resumed from a checkpoint repeats an uninterrupted one. None: off.
