@@ -156,6 +156,8 @@ def main(argv: Optional[Sequence[str]] = None) -> dict[str, Any]:
     parser.add_argument("--threads", type=int, help="torch.set_num_threads")
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                         help="override any config entry, e.g. --set model.lr=0.0003 --set data.init_args.max_series=300")
+    parser.add_argument("--no-test", action="store_true",
+                        help="do not test (a hyperparameter search on validation: the test split is never read)")
     parser.add_argument("--tag", default="", help="free text stored with the result")
     parser.add_argument("--runs-dir", type=pathlib.Path, default=ROOT / "runs", help="runs go to <runs-dir>/<name>/")
     parser.add_argument("--out", type=pathlib.Path, default=ROOT / "benchmarks" / "results" / "runs.jsonl")
@@ -181,7 +183,8 @@ def main(argv: Optional[Sequence[str]] = None) -> dict[str, Any]:
     trainer.fit(module, datamodule=dm)
     fit_seconds = time.perf_counter() - start
     best = checkpoint.best_model_path or checkpoint.last_model_path
-    test = trainer.test(module, datamodule=dm, ckpt_path=best, verbose=False)[0]
+    # a search on validation (--no-test) never reads the test split
+    test = {} if args.no_test else trainer.test(module, datamodule=dm, ckpt_path=best, verbose=False)[0]
     best_epoch = int(torch.load(best, weights_only=True, map_location="cpu")["epoch"])
     hp = module.hparams
     record = {

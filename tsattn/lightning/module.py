@@ -334,7 +334,10 @@ class ForecastModule(pl.LightningModule):
     # -- observation sets --------------------------------------------------------------------------
     def forward_observations(self, batch: dict[str, Tensor]) -> Tensor:
         """An observation batch (see the module docstring) -> forecasts [B, Ny] in scaled units."""
-        return self.net(*(batch[key] for key in _OBSERVATION_INPUTS))
+        # oneDNN JIT-compiles and caches kernels per input shape; ragged batches bring new shapes at
+        # every step, so its cache would grow by hundreds of MB an epoch and slow every step down.
+        with torch.backends.mkldnn.flags(enabled=False):
+            return self.net(*(batch[key] for key in _OBSERVATION_INPUTS))
 
     def observations_to_original(self, pred: Tensor, batch: dict[str, Tensor]) -> Tensor:
         """Scaled forecasts [B, Ny] of ``batch``'s queries -> original units (each query's variable's
@@ -358,6 +361,13 @@ class ForecastModule(pl.LightningModule):
                 return self.observations_to_original(self.forward_observations(batch), batch)
         finally:
             self.train(was_training)
+
+    def backward(self, loss: Tensor, *args: Any, **kwargs: Any) -> None:
+        """Lightning's backward; for observation models without oneDNN, as ``forward_observations``."""
+        if not self.observations:
+            return super().backward(loss, *args, **kwargs)
+        with torch.backends.mkldnn.flags(enabled=False):
+            return super().backward(loss, *args, **kwargs)
 
     def _observation_loss(self, pred: Tensor, batch: dict[str, Tensor]) -> Tensor:
         mask, target = batch["y_mask"], batch["y_value"]
