@@ -206,6 +206,8 @@ def test_fixed_origins_all_history_and_numeric_times(tmp_path):
     f.fit(table, origins=[36.0], **LONG, **FIT)
     span = f.module.data_info["horizon"]
     assert 23.0 < span < 24.0  # the latest target of a train sample, 36 h -> just under 60 h
+    assert f.horizon == span and f.lookback is None  # the spans it was fit with, as load() reports them
+    assert f._given_spans == (None, None)  # a refit samples with what was given, not the last fit's span
     assert f.module.data_info["times"] == "numeric" and f.datamodule.split == "series"
     last = table.groupby("patient")["when"].max()
     out = f.predict(at=[last.max() + 0.5])
@@ -305,3 +307,12 @@ def test_constructor_validates_spans(kwargs):
 def test_window_models_take_no_request_times():
     with pytest.raises(ValueError, match="at= applies to observation models"):
         Forecaster("patchtst").predict(at=[pd.Timestamp("2024-01-01")])
+
+
+def test_max_series_reads_the_first_series_only(tmp_path):
+    table = long_table(n_series=6, hours=60.0, seed=3)
+    f = Forecaster("irregular", **{**SETTINGS, "horizon": None})
+    f.fit(table, origins=[36.0], max_series=5, split_fractions=[0.6, 0.2, 0.2], **LONG, **FIT)
+    assert len(f.datamodule.observations) == 5
+    path = f.save(tmp_path / "m.ckpt")
+    assert set(Forecaster.load(path).predict(table)["patient"]) == {f"p{k}" for k in range(5)}

@@ -69,7 +69,7 @@ _READING = {
 # fit options that only one road reads, with their defaults
 _WINDOW_OPTIONS = {"target": None, "features": "M", "missing": None, "knot_times": None}
 _OBSERVATION_OPTIONS = {"id_column": None, "variable_column": None, "value_column": None, "time_unit": None,
-                        "origins": None, "origin_stride": None, "split_fractions": None}
+                        "origins": None, "origin_stride": None, "split_fractions": None, "max_series": None}
 _SHOW = 3  # how many offending items an error message lists
 
 
@@ -345,6 +345,8 @@ class Forecaster:
             > 0). None, the default, takes it from the data: a registered dataset's protocol
             (``"physionet2012"``: everything after the origin), or the longest target span of the
             training samples at fixed ``origins``; the default rolling origins need a number.
+            After an observation model's fit, ``lookback`` and ``horizon`` hold the spans it was
+            fit with (as after ``load``); a later ``fit`` samples with the values given here.
         model_kwargs: further model hyperparameters (e.g. ``{"d_model": 16, "n_layers": 3}``).
         loss: ``"mse"``, ``"mae"`` or ``"huber"``.
         lr: Adam learning rate.
@@ -393,6 +395,7 @@ class Forecaster:
         self.config = dict(model=model, attention=attention, sink=sink, rope=rope, model_kwargs=model_kwargs,
                            loss=loss, lr=lr, lr_schedule=lr_schedule, compile=compile, seed=seed)
         self.lookback, self.horizon, self.batch_size, self.seed = lookback, horizon, batch_size, seed
+        self._given_spans = (lookback, horizon)  # what a fit samples with (fit fills lookback / horizon in)
         # validate the model's settings now rather than after the data is read
         ForecastModule(n_channels=1, lookback=lookback, horizon=horizon, **self.config)
         self.module: Optional[ForecastModule] = None
@@ -432,6 +435,7 @@ class Forecaster:
         origins: Optional[Sequence[float]] = None,
         origin_stride: Optional[float] = None,
         split_fractions: Optional[Sequence[float]] = None,
+        max_series: Optional[int] = None,
         max_epochs: int = 10,
         patience: Optional[int] = None,
         accelerator: str = "auto",
@@ -479,6 +483,8 @@ class Forecaster:
                 a target twice; the histories overlap), one sample per horizon of data; that needs
                 ``lookback`` and ``horizon``. ``split``: ``"time"`` (default for rolling origins:
                 0.7 / 0.1 / 0.2 of each series' span) or ``"series"`` (default for fixed origins).
+            max_series: observation models: read only the first this many series (quick runs; the
+                split is then made among those). A loaded model reads its data the same way.
             max_epochs: training epochs.
             patience: stop after this many epochs without a better validation MSE; None: no early stop.
             accelerator, devices, strategy, callbacks, logger, default_root_dir, enable_checkpointing,
@@ -492,7 +498,7 @@ class Forecaster:
         window_only = dict(target=target, features=features, missing=missing, knot_times=knot_times)
         observation_only = dict(id_column=id_column, variable_column=variable_column, value_column=value_column,
                                 time_unit=time_unit, origins=origins, origin_stride=origin_stride,
-                                split_fractions=split_fractions)
+                                split_fractions=split_fractions, max_series=max_series)
         model = self.config["model"]
         if self.reads_observations:
             _reject_options(window_only, _WINDOW_OPTIONS, model, "window models (patchtst, decoder)")
@@ -504,6 +510,9 @@ class Forecaster:
             pl.seed_everything(self.seed, workers=True, verbose=False)
             module = ForecastModule(n_channels=dm.n_variables, lookback=dm.history, horizon=dm.forecast_span,
                                     **self.config)
+            # the spans the model is fit with (a protocol's, when left at None), as a loaded model reports them
+            self.lookback = dm.history if self.lookback is None else self.lookback
+            self.horizon = dm.forecast_span if self.horizon is None else self.horizon
         else:
             _reject_options(observation_only, _OBSERVATION_OPTIONS, model, "observation models (irregular)")
             dm = CSVDataModule(
@@ -529,11 +538,12 @@ class Forecaster:
                                 origin_stride: Optional[float], time_unit: Optional[Union[str, pd.Timedelta]],
                                 duplicates: Optional[str], **options: Any) -> ObservationDataModule:
         """The fit's ``ObservationDataModule`` over ``data``, read, sampled and scaled (``setup``)."""
+        lookback, horizon = self._given_spans
         protocol = {}
         if isinstance(data, str) and registry.is_observation_dataset(data):
             protocol = registry.get_observation_spec(data).protocol
         rolling = origin_stride is not None or (origins is None and protocol.get("origins") is None)
-        if rolling and (self.lookback is None or self.horizon is None):
+        if rolling and (lookback is None or horizon is None):
             raise DataError(
                 "rolling forecast origins (the default training samples) need a history and a target span: pass "
                 "Forecaster('irregular', lookback=<history span>, horizon=<target span>) in the data's time units "
@@ -541,9 +551,9 @@ class Forecaster:
                 "origins (there lookback=None reads all the history before each origin)"
             )
         if rolling and origin_stride is None:
-            origin_stride = self.horizon  # target windows tile each series: no observation is a target twice
+            origin_stride = horizon  # target windows tile each series: no observation is a target twice
         dm = ObservationDataModule(
-            data, origins=origins, origin_stride=origin_stride, history=self.lookback, horizon=self.horizon,
+            data, origins=origins, origin_stride=origin_stride, history=lookback, horizon=horizon,
             time_unit="h" if time_unit is None else time_unit, duplicates="mean" if duplicates is None else duplicates,
             batch_size=self.batch_size, seed=self.seed, **options,
         )
