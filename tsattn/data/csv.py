@@ -36,7 +36,7 @@ import re
 import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterable, Optional, Sequence, Union
+from typing import Any, Callable, Iterable, Optional, Sequence, Union
 
 import numpy as np
 import pandas as pd
@@ -196,6 +196,39 @@ def _read_file(path: Path, na_values, sep: str) -> pd.DataFrame:
                 )
     return frame
 
+
+
+def load_table(data: Any, na_values: list, sep: str, *, accepts: str, needs_columns: str, needs_rows: str,
+               type_hint: str = "") -> tuple[pd.DataFrame, str, Callable[[int], str]]:
+    """A copy of a DataFrame (string ``na_values`` replaced by NaN) or a CSV file read, checked for
+    columns, rows and repeated column names. Returns the frame, its name for messages and a function
+    that names a row for messages (with the file's line number for a file)."""
+    if isinstance(data, pd.DataFrame):
+        frame = data.copy()
+        source = "<DataFrame>"
+
+        def row_label(r: int) -> str:
+            return f"row {r}"
+
+        if na_values:
+            frame = frame.replace([v for v in na_values if isinstance(v, str)], np.nan)
+    elif isinstance(data, (str, os.PathLike)):
+        path = Path(data).expanduser()
+        frame = _read_file(path, na_values or None, sep)
+        source = str(path)
+
+        def row_label(r: int) -> str:
+            return f"row {r} (line {r + 2})"
+    else:
+        raise DataError(f"data must be {accepts}; got {type(data).__name__}{type_hint}")
+    if frame.shape[1] == 0:
+        raise DataError(f"{source} has no columns; it needs {needs_columns}")
+    if len(frame) == 0:
+        raise DataError(f"{source} has a header but no data rows; it needs at least {needs_rows}")
+    if frame.columns.duplicated().any():
+        dup = [str(c) for c in frame.columns[frame.columns.duplicated()]]
+        raise DataError(f"{source} repeats column name(s) {dup}; give every column a distinct name")
+    return frame, source, row_label
 
 def _detect_time_column(frame: pd.DataFrame, time_column: Optional[str]) -> Optional[str]:
     """The time column's name, or None to use a ``DatetimeIndex``."""
@@ -531,37 +564,12 @@ def read_series(
     unit = None if time_unit is None else check_time_unit(time_unit)
     na_values = normalize_na_values(na_values) or []
 
-    if isinstance(data, pd.DataFrame):
-        frame = data.copy()
-        source = "<DataFrame>"
-
-        def row_label(r: int) -> str:
-            return f"row {r}"
-
-        if na_values:
-            frame = frame.replace([v for v in na_values if isinstance(v, str)], np.nan)
-    elif isinstance(data, (str, os.PathLike)):
-        path = Path(data).expanduser()
-        frame = _read_file(path, na_values or None, sep)
-        source = str(path)
-
-        def row_label(r: int) -> str:
-            return f"row {r} (line {r + 2})"
-    else:
-        raise DataError(
-            f"data must be a path to a CSV file, a registered dataset name or a pandas DataFrame; "
-            f"got {type(data).__name__}"
-            + ("; wrap an array in a DataFrame with a time column, e.g. pd.DataFrame(values, "
-               "index=pd.date_range(start, periods=len(values), freq='h'))" if isinstance(data, np.ndarray) else "")
-        )
-
-    if frame.shape[1] == 0:
-        raise DataError(f"{source} has no columns; it needs a header with a time column and value columns")
-    if len(frame) == 0:
-        raise DataError(f"{source} has a header but no data rows; it needs at least lookback + horizon rows")
-    if frame.columns.duplicated().any():
-        dup = [str(c) for c in frame.columns[frame.columns.duplicated()]]
-        raise DataError(f"{source} repeats column name(s) {dup}; give every column a distinct name")
+    frame, source, row_label = load_table(
+        data, na_values, sep, accepts="a path to a CSV file, a registered dataset name or a pandas DataFrame",
+        type_hint=("; wrap an array in a DataFrame with a time column, e.g. pd.DataFrame(values, "
+                   "index=pd.date_range(start, periods=len(values), freq='h'))" if isinstance(data, np.ndarray) else ""),
+        needs_columns="a header with a time column and value columns", needs_rows="lookback + horizon rows",
+    )
 
     time_name = _detect_time_column(frame, time_column)
     raw_time = pd.Series(frame.index, index=frame.index) if time_name is None else frame[time_name]

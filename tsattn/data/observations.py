@@ -35,8 +35,8 @@ from .csv import (
     _check_choice,
     _detect_time_column,
     _parse_timestamps,
-    _read_file,
     _select_value_columns,
+    load_table,
     normalize_na_values,
 )
 from .errors import DataError
@@ -648,38 +648,17 @@ def read_observations(
     unit = _time_unit(time_unit)
     na_values = normalize_na_values(na_values) or []
 
+    frame, source, row_label = load_table(
+        data, na_values, sep, accepts="a path to a CSV file or a pandas DataFrame",
+        needs_columns="a time column and values (and an id column for several series)", needs_rows="one observation",
+    )
     if isinstance(data, pd.DataFrame):
-        frame = data.copy()
-        source = "<DataFrame>"
-
-        def row_label(r: int) -> str:
-            return f"row {r}"
-
-        if na_values:
-            frame = frame.replace([v for v in na_values if isinstance(v, str)], np.nan)
         for c in frame.columns:  # object columns holding only numbers (and NaN) become numeric
             if frame[c].dtype == object:
                 try:
                     frame[c] = pd.to_numeric(frame[c])
                 except (ValueError, TypeError):
                     pass
-    elif isinstance(data, (str, os.PathLike)):
-        path = Path(data).expanduser()
-        frame = _read_file(path, na_values or None, sep)
-        source = str(path)
-
-        def row_label(r: int) -> str:
-            return f"row {r} (line {r + 2})"
-    else:
-        raise DataError(f"data must be a path to a CSV file or a pandas DataFrame; got {type(data).__name__}")
-
-    if frame.shape[1] == 0:
-        raise DataError(f"{source} has no columns; it needs a time column and values (and an id column for several series)")
-    if len(frame) == 0:
-        raise DataError(f"{source} has a header but no data rows; it needs at least one observation")
-    if frame.columns.duplicated().any():
-        dup = [str(c) for c in frame.columns[frame.columns.duplicated()]]
-        raise DataError(f"{source} repeats column name(s) {dup}; give every column a distinct name")
     names = [str(c) for c in frame.columns]
 
     # -- series and times --------------------------------------------------------------------------------
