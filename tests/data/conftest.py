@@ -102,3 +102,26 @@ def toy_spec():
         return registry.DatasetSpec(**fields)
 
     return make
+
+
+def _listing(folder):
+    return sorted((p.relative_to(folder), p.stat().st_size) for p in folder.rglob("*"))
+
+
+@pytest.fixture
+def raises(tmp_path):
+    """raises(exc_type, *phrases, fn) runs fn, checks that it raises exc_type with every phrase in its
+    message and that tmp_path is unchanged (bad input destroys nothing); returns the message."""
+
+    def check(exc_type, *phrases_and_fn):
+        *phrases, fn = phrases_and_fn
+        before = _listing(tmp_path)
+        with pytest.raises(exc_type) as info:
+            fn()
+        message = str(info.value)
+        for phrase in phrases:
+            assert phrase in message, f"{phrase!r} not in {message!r}"
+        assert _listing(tmp_path) == before, "an error left files behind"
+        return message
+
+    return check

@@ -38,27 +38,6 @@ def _assert_same(a: ObservationSet, b: ObservationSet) -> None:
     np.testing.assert_allclose(a.value, b.value, rtol=1e-12, atol=0)
 
 
-def _listing(folder):
-    return sorted((p.relative_to(folder), p.stat().st_size) for p in folder.rglob("*"))
-
-
-@pytest.fixture
-def raises(tmp_path):
-    """raises(exc_type, *phrases, fn): fn raises exc_type with every phrase; tmp_path is unchanged."""
-
-    def check(exc_type, *phrases_and_fn):
-        *phrases, fn = phrases_and_fn
-        before = _listing(tmp_path)
-        with pytest.raises(exc_type) as info:
-            fn()
-        for phrase in phrases:
-            assert phrase in str(info.value), f"{phrase!r} not in {str(info.value)!r}"
-        assert _listing(tmp_path) == before, "an error left files behind"
-        return str(info.value)
-
-    return check
-
-
 # -- layouts ---------------------------------------------------------------------------------------------
 def test_wide_table_with_datetimes():
     obs = read_observations(_wide(), id_column="id")
