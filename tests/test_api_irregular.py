@@ -12,6 +12,7 @@ import os
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from tsattn import Forecaster
 from tsattn.data import DataError
@@ -312,7 +313,24 @@ def test_window_models_take_no_request_times():
 def test_max_series_reads_the_first_series_only(tmp_path):
     table = long_table(n_series=6, hours=60.0, seed=3)
     f = Forecaster("irregular", **{**SETTINGS, "horizon": None})
-    f.fit(table, origins=[36.0], max_series=5, split_fractions=[0.6, 0.2, 0.2], **LONG, **FIT)
+    table.to_csv(tmp_path / "t.csv", index=False)
+    f.fit(tmp_path / "t.csv", origins=[36.0], max_series=5, split_fractions=[0.6, 0.2, 0.2], **LONG, **FIT)
     assert len(f.datamodule.observations) == 5
     path = f.save(tmp_path / "m.ckpt")
-    assert set(Forecaster.load(path).predict(table)["patient"]) == {f"p{k}" for k in range(5)}
+    g = Forecaster.load(path)
+    assert len(g._observation_dm(None).observations) == 5  # the fit's own source is re-read the fit's way
+    assert set(g.predict(table)["patient"]) == {f"p{k}" for k in range(6)}  # no limit on other data
+    assert g._given_spans == (24.0, None) and g.horizon == f.horizon  # a refit samples as f's would
+
+
+def test_spans_follow_the_latest_fit():
+    table = long_table(n_series=5, hours=60.0, seed=2)
+    first = table.groupby("patient")["when"].transform("min")
+    table = table.assign(when=(table["when"] - first) / pd.Timedelta("1h"))
+    f = Forecaster("irregular", **{**SETTINGS, "lookback": None, "horizon": None})
+    fills = torch.utils.deterministic.fill_uninitialized_memory
+    f.fit(table, origins=[36.0], **LONG, **FIT)
+    assert torch.utils.deterministic.fill_uninitialized_memory == fills  # the fit turns it off only while it runs
+    assert 23.0 < f.horizon < 24.0
+    f.fit(table, origins=[12.0], **LONG, **FIT)
+    assert 47.0 < f.horizon < 48.0 and f.horizon == f.module.data_info["horizon"]

@@ -484,7 +484,8 @@ class Forecaster:
                 ``lookback`` and ``horizon``. ``split``: ``"time"`` (default for rolling origins:
                 0.7 / 0.1 / 0.2 of each series' span) or ``"series"`` (default for fixed origins).
             max_series: observation models: read only the first this many series (quick runs; the
-                split is then made among those). A loaded model reads its data the same way.
+                split is then made among those). It limits only the fit's own source (re-read the same
+                way after ``load``): other data given to ``predict`` / ``evaluate`` is read whole.
             max_epochs: training epochs.
             patience: stop after this many epochs without a better validation MSE; None: no early stop.
             accelerator, devices, strategy, callbacks, logger, default_root_dir, enable_checkpointing,
@@ -511,8 +512,7 @@ class Forecaster:
             module = ForecastModule(n_channels=dm.n_variables, lookback=dm.history, horizon=dm.forecast_span,
                                     **self.config)
             # the spans the model is fit with (a protocol's, when left at None), as a loaded model reports them
-            self.lookback = dm.history if self.lookback is None else self.lookback
-            self.horizon = dm.forecast_span if self.horizon is None else self.horizon
+            self.lookback, self.horizon = dm.history, dm.forecast_span
         else:
             _reject_options(observation_only, _OBSERVATION_OPTIONS, model, "observation models (irregular)")
             dm = CSVDataModule(
@@ -803,6 +803,9 @@ class Forecaster:
                 "the data: predict(data) / evaluate(data=...)"
             )
         read = {**info["read_options"], "time_unit": pd.Timedelta(int(info["time_unit_ns"]), unit="ns")}
+        if data is not None:  # how much of the fit's source was read is no limit on other data
+            for option in ("max_series", "subsample", "subsample_by", "subsample_seed"):
+                read.pop(option, None)
         if not (isinstance(source, str) and registry.is_observation_dataset(source)):
             read["unknown_descriptors"] = None
         columns = info["columns"]
@@ -888,6 +891,7 @@ class Forecaster:
             "hyper_parameters": dict(module.hparams),
             "tsattn_data_info": module.data_info,
             "tsattn_forecaster": {"lookback": self.lookback, "horizon": self.horizon,
+                                  "given_spans": list(self._given_spans),
                                   "batch_size": self.batch_size, "seed": self.seed},
             "pytorch-lightning_version": lightning.__version__,
         }
@@ -936,7 +940,10 @@ class Forecaster:
         f = cls(hp["model"], attention=hp["attention"], sink=hp["sink"], rope=hp["rope"],
                 lookback=hp["lookback"], horizon=hp["horizon"], model_kwargs=hp["model_kwargs"], loss=hp["loss"],
                 lr=hp["lr"], lr_schedule=hp["lr_schedule"], compile=hp["compile"],
-                batch_size=batch_size, seed=extra.get("seed", hp.get("seed") or 2021))
+                batch_size=batch_size,
+                seed=extra["seed"] if extra.get("seed") is not None else hp["seed"] if hp.get("seed") is not None else 2021)
+        if "given_spans" in extra:  # a refit samples as the saved Forecaster's would (older files: the fit's spans)
+            f._given_spans = tuple(extra["given_spans"])
         f.module = module
         return f
 

@@ -234,9 +234,11 @@ class ForecastModule(pl.LightningModule):
         fills every new uninitialised tensor with NaN, a debugging aid for code that reads memory it never
         wrote. Nothing here does, and on CPU those fills cost several times the training step of these
         small models, so ``torch.utils.deterministic.fill_uninitialized_memory`` is turned off (a
-        process-wide setting); the deterministic algorithms stay on.
+        process-wide setting) until ``teardown``, which restores it; the deterministic algorithms stay on.
         """
         if torch.are_deterministic_algorithms_enabled():
+            if getattr(self, "_fill_before", None) is None:
+                self._fill_before = torch.utils.deterministic.fill_uninitialized_memory
             torch.utils.deterministic.fill_uninitialized_memory = False
         dm = getattr(self.trainer, "datamodule", None) if self._trainer is not None else None
         scaler = getattr(dm, "scaler", None) if dm is not None else None
@@ -253,6 +255,11 @@ class ForecastModule(pl.LightningModule):
                 UserWarning,
                 stacklevel=2,
             )
+
+    def teardown(self, stage: str) -> None:
+        if getattr(self, "_fill_before", None) is not None:  # what setup found (it turned the fills off)
+            torch.utils.deterministic.fill_uninitialized_memory = self._fill_before
+            self._fill_before = None
 
     @property
     def channel_independent(self) -> bool:
