@@ -197,7 +197,6 @@ def _read_file(path: Path, na_values, sep: str) -> pd.DataFrame:
     return frame
 
 
-
 def load_table(data: Any, na_values: list, sep: str, *, accepts: str, needs_columns: str, needs_rows: str,
                type_hint: str = "") -> tuple[pd.DataFrame, str, Callable[[int], str]]:
     """A copy of a DataFrame (string ``na_values`` replaced by NaN) or a CSV file read, checked for
@@ -229,6 +228,7 @@ def load_table(data: Any, na_values: list, sep: str, *, accepts: str, needs_colu
         dup = [str(c) for c in frame.columns[frame.columns.duplicated()]]
         raise DataError(f"{source} repeats column name(s) {dup}; give every column a distinct name")
     return frame, source, row_label
+
 
 def _detect_time_column(frame: pd.DataFrame, time_column: Optional[str]) -> Optional[str]:
     """The time column's name, or None to use a ``DatetimeIndex``."""
