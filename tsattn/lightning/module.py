@@ -162,8 +162,8 @@ class ForecastModule(pl.LightningModule):
             ``TST``), or ``"constant"``.
         pct_start: warm-up fraction of ``"onecycle"``.
         compile: ``torch.compile`` the model's forward (the first batches pay the compile time; on
-            CPU the eager models train faster: measured in benchmarks/RESULTS.md). Observation models have ragged, data-dependent shapes and
-            run eagerly (a warning says so).
+            CPU the eager models train faster: measured in benchmarks/RESULTS.md). Observation models
+            have ragged, data-dependent shapes and run eagerly (a warning says so).
         seed: reseed torch's RNG before every train step with (seed, step), so dropout masks depend
             only on the step and a run resumed from a checkpoint repeats an uninterrupted one. None: off.
     """
