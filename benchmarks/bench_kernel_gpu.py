@@ -2,7 +2,8 @@
 """Fused Triton continuous attention on a GPU: correctness first, then speed against SDPA (flash).
 
     python benchmarks/bench_kernel_gpu.py            # check + timings + memory (~4-6 minutes on an H200)
-    python benchmarks/bench_kernel_gpu.py --sweep    # also a block-size sweep at N = 4096, D = 64
+    python benchmarks/bench_kernel_gpu.py --sweep    # also a block-size sweep at N = 4096, D = 64 and 128
+    python benchmarks/bench_kernel_gpu.py --sweep-only   # only the sweep (each candidate checked, then timed)
     TRITON_INTERPRET=1 python benchmarks/bench_kernel_gpu.py --dry-run   # CPU smoke test of this script
 
 Runs from a bare checkout (the repository root is put on sys.path). Steps:
@@ -237,13 +238,28 @@ def peak_memory(n: int, d: int, causal: bool) -> dict:
     return out
 
 
+SWEEP_CANDIDATES = {   # (block_m, block_n, warps, stages) per (kernel, D); the first is the current table's
+    ("fwd", 64): [(128, 64, 8, 2), (128, 128, 8, 2), (64, 64, 4, 3), (128, 32, 4, 3), (64, 128, 4, 2),
+                  (128, 64, 4, 2), (128, 64, 8, 3)],
+    ("fwd", 128): [(128, 32, 8, 2), (128, 64, 8, 2), (64, 64, 4, 2), (128, 64, 8, 3), (64, 32, 4, 3),
+                   (64, 64, 8, 2)],
+    ("bwd", 64): [(32, 64, 4, 2), (64, 64, 8, 2), (32, 128, 8, 2), (64, 128, 8, 2), (16, 64, 4, 2),
+                  (32, 64, 8, 2), (64, 32, 4, 2)],
+    ("bwd", 128): [(32, 32, 8, 2), (32, 32, 4, 2), (16, 64, 4, 2), (32, 64, 8, 2), (64, 64, 8, 2),
+                   (16, 32, 4, 2), (64, 32, 8, 2), (32, 128, 8, 2)],
+}
+
+
 def sweep() -> list[dict]:
-    """Block sizes at N = SWEEP_N (4096), D = 64, causal: forward configs, then dK/dV configs (atomic dq)."""
+    """Block sizes at N = SWEEP_N (4096), bidirectional, D = 64 and 128: forward configs, then dK/dV
+    configs (atomic dq). Each candidate is first checked for correctness (bf16, N = 257, o and every
+    gradient against the torch path), then timed."""
     rows = []
-    n, d, causal = SWEEP_N, HEAD_DIMS[0], True
+    n, causal = SWEEP_N, False
     fwd_default, bwd_default = tfn.fwd_config, tfn.bwd_config
-    for kind, cands in (("fwd", [(128, 64, 8, 2), (128, 32, 8, 2), (64, 64, 4, 2), (128, 64, 8, 3), (64, 32, 4, 3)]),
-                        ("bwd", [(32, 64, 4, 2), (64, 32, 8, 2), (64, 64, 4, 2), (32, 32, 8, 2), (128, 32, 8, 2)])):
+    for (kind, d), cands in SWEEP_CANDIDATES.items():
+        if d not in HEAD_DIMS:
+            continue
         for cand in cands:
             if time.time() - T0 > TIME_BUDGET_S:
                 break
@@ -253,18 +269,23 @@ def sweep() -> list[dict]:
             else:
                 tfn.bwd_config = lambda *a, cfg=cfg: cfg
             try:
+                c = check(257 if DEVICE == "cuda" else 33, d, causal, torch.bfloat16, True)
                 r = time_shape(n, d, causal, full=False)
-                rows.append(dict(kind=kind, config=str(cand), fwd_ms=r["fwd_ms"], fwdbwd_ms=r["fwdbwd_ms"]))
+                rows.append(dict(kind=kind, d=d, config=str(cand), ok=c["ok"], worst=c["worst"],
+                                 fwd_ms=r["fwd_ms"], fwdbwd_ms=r["fwdbwd_ms"]))
             except Exception as exc:  # out of resources, compile failure: record and go on
-                rows.append(dict(kind=kind, config=str(cand), error=repr(exc)[:200]))
-            log(f"sweep {kind} {cand}: {rows[-1]}")
-            tfn.fwd_config, tfn.bwd_config = fwd_default, bwd_default
+                rows.append(dict(kind=kind, d=d, config=str(cand), error=repr(exc)[:200]))
+            finally:
+                tfn.fwd_config, tfn.bwd_config = fwd_default, bwd_default
+                tfn.ATOMIC_DQ = None
+            log(f"sweep {rows[-1]}")
     return rows
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sweep", action="store_true", help="also sweep block sizes at N=4096, D=64, causal")
+    parser.add_argument("--sweep", action="store_true", help="also sweep block sizes at N=4096, D=64 and 128")
+    parser.add_argument("--sweep-only", action="store_true", help="only the block-size sweep (no checks, timings)")
     parser.add_argument("--dry-run", action="store_true",
                         help="CPU smoke test under TRITON_INTERPRET=1: tiny shapes, SDPA math backend, no memory")
     args = parser.parse_args()
@@ -275,6 +296,8 @@ def main() -> int:
             return 2
         DEVICE, SDPA_BACKEND, SEQ_LENS, HEAD_DIMS, TOKENS, HEADS = "cpu", SDPBackend.MATH, (33,), (16,), 66, 2
         SWEEP_N = 33
+        SWEEP_CANDIDATES.clear()
+        SWEEP_CANDIDATES.update({("fwd", 16): [(16, 16, 1, 1), (32, 16, 1, 1)], ("bwd", 16): [(16, 16, 1, 1)]})
         CHECKS = [(33, 16, True, torch.bfloat16, True), (21, 16, False, torch.float32, False),
                   (21, 8, False, torch.float32, False, 9, True)]
         EXTRA_SHAPES = [(8, True)]
@@ -294,6 +317,18 @@ def main() -> int:
                 triton=triton.__version__, date=datetime.datetime.now().isoformat(timespec="seconds"))
     log(f"{meta}")
 
+    if args.sweep_only:
+        rows = sweep()
+        if os.environ.get("OUT"):
+            Path(os.environ["OUT"]).mkdir(parents=True, exist_ok=True)
+            (Path(os.environ["OUT"]) / "bench_kernel_sweep.json").write_text(
+                json.dumps(dict(meta=meta, sweep=rows), indent=1, default=str))
+        print(f"\n{meta['device']}  torch {meta['torch']}  triton {meta['triton']}  {meta['date']}")
+        print(f"sweep N={SWEEP_N} bidirectional bf16 (dq by atomics):")
+        for r in rows:
+            print(f"{r['kind']:>4} D{r['d']:<4} {r['config']:>18} " + (f"ERROR {r['error'][:80]}" if "error" in r else
+                  f"ok={r['ok']} worst={r['worst']:.1e} fwd {r['fwd_ms']:8.3f} ms  f+b {r['fwdbwd_ms']:8.3f} ms"))
+        return 0 if all(r.get("ok") for r in rows) else 1
     checks = []
     for n, d, causal, dtype, atomic, *cross in CHECKS:
         try:
