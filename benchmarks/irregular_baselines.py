@@ -68,7 +68,7 @@ def main() -> None:
         test = score(model, dm.test_dataloader(), scale, V)
         record = {
             "name": f"{config['data']['init_args']['data']}_{name}", "dataset": config["data"]["init_args"]["data"],
-            "model": name, "val_mse": val["mse"], **{f"test_{k}": v for k, v in test.items()},
+            "model": name, **{f"val_{k}": v for k, v in val.items()}, **{f"test_{k}": v for k, v in test.items()},
             "seconds": time.perf_counter() - start, "config": str(args.config), "overrides": args.set,
             "command": " ".join(sys.argv), "commit": commit, "date": time.strftime("%Y-%m-%d %H:%M"), "tag": args.tag,
         }

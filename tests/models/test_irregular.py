@@ -63,10 +63,12 @@ def test_buckets_change_nothing(attention):
         torch.testing.assert_close(model(**batch), reference, rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("attention", ATTENTIONS)
-def test_a_query_depends_on_its_own_time_and_variable_only(attention):
+@pytest.mark.parametrize("attention,residual", list(itertools.product(ATTENTIONS, [False, True])))
+def test_a_query_depends_on_its_own_time_and_variable_only(attention, residual):
     """No leakage between queries: changing, adding or removing other queries leaves a query's forecast."""
-    model, batch = build(attention), observation_batch(dtype=torch.float64)
+    model, batch = build(attention, residual=residual), observation_batch(dtype=torch.float64)
+    if residual:                                          # a trained head, not the zero it starts at
+        torch.nn.init.normal_(model.head.weight)
     out = model(**batch)
     other = dict(batch)
     other["y_time"] = batch["y_time"].clone()
@@ -93,6 +95,30 @@ def test_information_flows_across_variables_and_time_matters(attention):
     # the same queries at other times give other forecasts
     later = model(**dict(batch, y_time=batch["y_time"] + 7.0))
     assert (later - out)[batch["y_mask"]].abs().max() > 1e-6
+
+
+@pytest.mark.parametrize("attention", ATTENTIONS)
+def test_residual_starts_at_the_last_observation(attention):
+    """residual=True: untrained, the forecast of an observed variable is its last observed value (the
+    LastObservation baseline), of a never observed one 0 (the head's output alone, zero at the start)."""
+    from tsattn.models.baselines import LastObservation
+
+    model, batch = build(attention, residual=True), observation_batch(dtype=torch.float64)
+    out = model(**batch)
+    observed = torch.zeros(batch["y_var"].shape, dtype=torch.bool)
+    for i in range(batch["y_var"].shape[0]):
+        seen = batch["x_var"][i][batch["x_mask"][i]]
+        observed[i] = torch.isin(batch["y_var"][i], seen)
+    last = LastObservation(V).double()(**batch)
+    query = batch["y_mask"]
+    assert (query & observed).any() and (query & ~observed).any()
+    torch.testing.assert_close(out[query & observed], last[query & observed], rtol=1e-15, atol=0.0)
+    assert (out[query & ~observed] == 0).all()
+    # the plain model does not start there
+    plain = build(attention)(**batch)
+    assert (plain - last)[query & observed].abs().max() > 1e-3
+    with pytest.raises(TypeError, match="residual"):
+        IrregularTransformer(V, residual="yes")
 
 
 def test_attentions_differ_and_switch_only_the_temporal_layers():

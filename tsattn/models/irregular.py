@@ -14,6 +14,8 @@
            variable's last observed value and its age (zero and a flag when it was never observed)
            -> n_decoder_layers x [cross-attention to the knots of variable v (query time t vs knot
               times) -> FFN] -> Linear -> the forecast value at (t, v)
+              (``residual=True``: -> + the variable's last observed value: the Linear forecasts the
+              change since then, and starts at zero, i.e. at the last-observation forecast)
 
 Why this shape. mTAND attends from reference times to every observation with learned time
 embeddings; t-PatchGNN cuts each variable's observations into time patches, encodes each patch
@@ -195,6 +197,11 @@ class IrregularTransformer(nn.Module):
         rope_base: RoPE frequency base.
         n_buckets: most length buckets for the ragged variable sequences (speed only; any value
             gives the same result up to rounding).
+        residual: forecast the change from the variable's last observed value in the history
+            (0 for a variable never observed there: the forecast is then the head's output alone);
+            the output layer starts at zero, so an untrained model forecasts the last observation.
+            Persistence is a strong forecast for slowly moving variables (vital signs, lab values)
+            and this keeps it within reach of the model from the first step.
     """
 
     input_kind = "observations"
@@ -217,12 +224,15 @@ class IrregularTransformer(nn.Module):
         time_features: int = 16,
         rope_base: float = 10000.0,
         n_buckets: int = 8,
+        residual: bool = False,
     ) -> None:
         super().__init__()
         if n_variables < 1:
             raise ValueError(f"`n_variables` must be >= 1, got {n_variables}")
         if not (time_scale > 0 and math.isfinite(time_scale)):
             raise ValueError(f"`time_scale` must be a positive number, got {time_scale}")
+        if not isinstance(residual, bool):
+            raise TypeError(f"`residual` must be True or False, got {residual!r}")
         self.n_variables = n_variables
         if positions not in POSITIONS:
             raise ValueError(f"`positions` must be one of {POSITIONS}, got {positions!r}")
@@ -250,6 +260,10 @@ class IrregularTransformer(nn.Module):
                                      for _ in range(n_decoder_layers))
         self.norm_out = nn.LayerNorm(d_model)
         self.head = nn.Linear(d_model, 1)
+        self.residual = residual
+        if residual:
+            nn.init.zeros_(self.head.weight)
+            nn.init.zeros_(self.head.bias)
 
     def forward(
         self,
@@ -371,6 +385,8 @@ class IrregularTransformer(nn.Module):
             x = x + attn.output(o)
             x = x + block.dropout(block.ff(block.norm_ffn(x)))
         out_flat = self.head(self.norm_out(x)).squeeze(-1)                                # [Q]
+        if self.residual:
+            out_flat = out_flat + last[q_key, 0]                                          # 0 if never observed
 
         out = y_time.new_zeros(y_time.numel())
         out[q_order] = out_flat
