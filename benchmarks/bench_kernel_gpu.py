@@ -285,7 +285,8 @@ def sweep() -> list[dict]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sweep", action="store_true", help="also sweep block sizes at N=4096, D=64 and 128")
-    parser.add_argument("--sweep-only", action="store_true", help="only the block-size sweep (no checks, timings)")
+    parser.add_argument("--sweep-only", action="store_true",
+                        help="only the block-size sweep (each candidate checked, then timed; no other tables)")
     parser.add_argument("--dry-run", action="store_true",
                         help="CPU smoke test under TRITON_INTERPRET=1: tiny shapes, SDPA math backend, no memory")
     args = parser.parse_args()
