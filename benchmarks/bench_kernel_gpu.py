@@ -282,6 +282,15 @@ def sweep() -> list[dict]:
     return rows
 
 
+def output_dir() -> Path | None:
+    """$OUT (created), where the full results go; None when unset."""
+    if not os.environ.get("OUT"):
+        return None
+    out = Path(os.environ["OUT"])
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sweep", action="store_true", help="also sweep block sizes at N=4096, D=64 and 128")
@@ -320,10 +329,10 @@ def main() -> int:
 
     if args.sweep_only:
         rows = sweep()
-        if os.environ.get("OUT"):
-            Path(os.environ["OUT"]).mkdir(parents=True, exist_ok=True)
-            (Path(os.environ["OUT"]) / "bench_kernel_sweep.json").write_text(
-                json.dumps(dict(meta=meta, sweep=rows), indent=1, default=str))
+        out_dir = output_dir()
+        if out_dir:
+            result = dict(meta=meta, sweep=rows)
+            (out_dir / "bench_kernel_sweep.json").write_text(json.dumps(result, indent=1, default=str))
         print(f"\n{meta['device']}  torch {meta['torch']}  triton {meta['triton']}  {meta['date']}")
         print(f"sweep N={SWEEP_N} bidirectional bf16 (dq by atomics):")
         for r in rows:
@@ -388,12 +397,11 @@ def main() -> int:
 
     result = dict(meta=meta, checks=checks, determinism=deterministic, timings=rows, memory=memory,
                   sweep=sweep_rows, skipped=skipped)
-    out_dir = os.environ.get("OUT")
+    out_dir = output_dir()
     if out_dir:
-        Path(out_dir).mkdir(parents=True, exist_ok=True)
-        (Path(out_dir) / "bench_kernel_gpu.json").write_text(json.dumps(result, indent=1, default=str))
+        (out_dir / "bench_kernel_gpu.json").write_text(json.dumps(result, indent=1, default=str))
         keys = sorted({k for r in rows for k in r})
-        with open(Path(out_dir) / "bench_kernel_gpu.csv", "w", newline="") as f:
+        with open(out_dir / "bench_kernel_gpu.csv", "w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=keys)
             writer.writeheader()
             writer.writerows(rows)

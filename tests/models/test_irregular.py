@@ -112,6 +112,7 @@ def test_residual_starts_at_the_last_observation(attention):
     last = LastObservation(V).double()(**batch)
     query = batch["y_mask"]
     assert (query & observed).any() and (query & ~observed).any()
+    # exact by construction: a zero output layer gives exactly 0, and 0 + the last value is that value
     torch.testing.assert_close(out[query & observed], last[query & observed], rtol=1e-15, atol=0.0)
     assert (out[query & ~observed] == 0).all()
     # the plain model does not start there

@@ -338,7 +338,8 @@ class IrregularTransformer(nn.Module):
         q_order, q_key, q_rank, q_counts = _group(q_keys, y_mask, B * V)
         q_time = y_time.reshape(-1)[q_order]
         has = (counts[q_key] > 0).float()
-        last_features = torch.stack([last[q_key, 0], (q_time - last[q_key, 1]) * has, has], dim=1)   # [Q, 3]
+        q_last = last[q_key]                                                              # [Q, 2]
+        last_features = torch.stack([q_last[:, 0], (q_time - q_last[:, 1]) * has, has], dim=1)     # [Q, 3]
         q_flat = (self.variable_embedding(y_var.reshape(-1)[q_order].long())
                   + self.query_state(state.reshape(B * V, d)[q_key])
                   + self.query_time(q_time) + self.query_last(last_features))            # [Q, d]
@@ -386,7 +387,7 @@ class IrregularTransformer(nn.Module):
             x = x + block.dropout(block.ff(block.norm_ffn(x)))
         out_flat = self.head(self.norm_out(x)).squeeze(-1)                                # [Q]
         if self.residual:
-            out_flat = out_flat + last[q_key, 0]                                          # 0 if never observed
+            out_flat = out_flat + q_last[:, 0]                                            # 0 if never observed
 
         out = y_time.new_zeros(y_time.numel())
         out[q_order] = out_flat
