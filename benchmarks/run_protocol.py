@@ -18,6 +18,14 @@ What the runner adds to a config: each run lives in ``runs/<name>/`` (``--runs-d
 ``CSVLogger`` there when the config sets no logger, no progress bar unless the config asks for
 one, an ``EpochTimer``, and a ``ModelCheckpoint`` on ``val_mse`` when the config has none (the
 test uses the best validation checkpoint).
+
+``--resume`` lets a long run survive an interruption (a stopped machine, a killed process): its
+``val_mse`` checkpoints go to ``runs/<name>/checkpoints/`` with a ``last.ckpt`` after every epoch, and
+the same command started again continues from that ``last.ckpt`` (weights, optimizer, schedule,
+early-stopping count, best checkpoint and epoch timings; the batches drawn are those of an
+uninterrupted run) instead of starting over. A finished run leaves ``runs/<name>/record.json``; the
+same command with ``--resume`` then prints that record and runs nothing, so a list of runs can simply
+be started again until every one is done. The record says at which epoch a run resumed.
 """
 from __future__ import annotations
 
@@ -123,8 +131,9 @@ def run_name(config: dict[str, Any], switch_epoch: Optional[int]) -> str:
     return name if switch_epoch is None else f"{name}_switch{switch_epoch}"
 
 
-def add_run_plumbing(config: dict[str, Any], root: pathlib.Path) -> dict[str, Any]:
-    """Place the run in ``root`` and add what the record needs (see the module docstring)."""
+def add_run_plumbing(config: dict[str, Any], root: pathlib.Path, *, resumable: bool = False) -> dict[str, Any]:
+    """Place the run in ``root`` and add what the record needs (see the module docstring); ``resumable``:
+    the ``val_mse`` checkpoints go to ``root/checkpoints`` with a ``last.ckpt`` after every epoch."""
     trainer = config.setdefault("trainer", {})
     trainer["default_root_dir"] = str(root)
     if trainer.get("logger") is None or trainer.get("logger") is True:
@@ -135,6 +144,12 @@ def add_run_plumbing(config: dict[str, Any], root: pathlib.Path) -> dict[str, An
     if not any(_is(c, "ModelCheckpoint") for c in callbacks):
         callbacks.append({"class_path": "lightning.pytorch.callbacks.ModelCheckpoint",
                           "init_args": {"monitor": "val_mse", "mode": "min", "save_top_k": 1}})
+    if resumable:
+        # one fixed folder, so that a resumed run's checkpoint callback restores its best score (Lightning
+        # keeps it only when the folder is the same)
+        for c in callbacks:
+            if _is(c, "ModelCheckpoint") and c.get("init_args", {}).get("monitor") == "val_mse":
+                c["init_args"].update(dirpath=str(root / "checkpoints"), save_last=True)
     callbacks.append({"class_path": "tsattn.lightning.EpochTimer"})
     return config
 
@@ -158,6 +173,9 @@ def main(argv: Optional[Sequence[str]] = None) -> dict[str, Any]:
                         help="override any config entry, e.g. --set model.lr=0.0003 --set data.init_args.max_series=300")
     parser.add_argument("--no-test", action="store_true",
                         help="do not test (a hyperparameter search on validation: the test split is never read)")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue from runs/<name>/checkpoints/last.ckpt when a run with these arguments "
+                             "was interrupted (and write one after every epoch); starts afresh when there is none")
     parser.add_argument("--tag", default="", help="free text stored with the result")
     parser.add_argument("--runs-dir", type=pathlib.Path, default=ROOT / "runs", help="runs go to <runs-dir>/<name>/")
     parser.add_argument("--out", type=pathlib.Path, default=ROOT / "benchmarks" / "results" / "runs.jsonl")
@@ -171,7 +189,15 @@ def main(argv: Optional[Sequence[str]] = None) -> dict[str, Any]:
     for assignment in args.set:
         set_option(config, assignment)
     name = run_name(config, args.switch_epoch)
-    config = add_run_plumbing(config, args.runs_dir / name)
+    config = add_run_plumbing(config, args.runs_dir / name, resumable=args.resume)
+    last = args.runs_dir / name / "checkpoints" / "last.ckpt"
+    resume_from = last if args.resume and last.is_file() else None
+    finished = args.runs_dir / name / "record.json"
+    if args.resume and finished.is_file():
+        record = json.loads(finished.read_text())
+        print(f"{name}: finished before (runs nothing; its record is in {args.out} and {finished})")
+        print(json.dumps(record, indent=1))
+        return record
 
     cli = build_cli(config, run=False)  # what `tsattn fit --config` builds
     trainer, module, dm = cli.trainer, cli.model, cli.datamodule
@@ -179,8 +205,10 @@ def main(argv: Optional[Sequence[str]] = None) -> dict[str, Any]:
     checkpoints = [c for c in trainer.callbacks if isinstance(c, ModelCheckpoint)]
     checkpoint = next((c for c in checkpoints if c.monitor == "val_mse"), checkpoints[0])
     stop = next((c for c in trainer.callbacks if isinstance(c, EarlyStopping)), None)
+    resumed_at = None if resume_from is None else int(torch.load(resume_from, weights_only=False,
+                                                                     map_location="cpu")["epoch"]) + 1
     start = time.perf_counter()
-    trainer.fit(module, datamodule=dm)
+    trainer.fit(module, datamodule=dm, ckpt_path=None if resume_from is None else str(resume_from))
     fit_seconds = time.perf_counter() - start
     best = checkpoint.best_model_path or checkpoint.last_model_path
     # a search on validation (--no-test) never reads the test split
@@ -197,7 +225,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict[str, Any]:
         "best_val_mse": None if checkpoint.best_model_score is None else float(checkpoint.best_model_score),
         **{k: float(v) for k, v in test.items()},
         "seconds_per_epoch_median": sorted(timer.seconds)[len(timer.seconds) // 2] if timer.seconds else None,
-        "fit_seconds": fit_seconds,
+        "fit_seconds": fit_seconds, "resumed_at_epoch": resumed_at,
         "config": str(path.resolve().relative_to(ROOT)) if path.resolve().is_relative_to(ROOT) else str(path),
         "model_kwargs": hp.model_kwargs, "lr": hp.lr, "overrides": args.set, "command": " ".join(sys.argv if argv is None else ["run_protocol.py", *argv]),
         "commit": commit, "torch": torch.__version__, "threads": torch.get_num_threads(),
@@ -207,6 +235,8 @@ def main(argv: Optional[Sequence[str]] = None) -> dict[str, Any]:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with open(args.out, "a") as fh:
         fh.write(json.dumps(record) + "\n")
+    if args.resume:
+        finished.write_text(json.dumps(record, indent=1) + "\n")
     print(json.dumps(record, indent=1))
     return record
 

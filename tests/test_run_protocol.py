@@ -65,3 +65,28 @@ def test_trainer_options_of_the_yaml_take_effect(run_protocol, config, tmp_path)
     # the run's folder records the configuration it was built from, as `tsattn fit` does
     saved = yaml.safe_load(next(run_dir.rglob("config.yaml")).read_text())
     assert saved["trainer"]["limit_train_batches"] == 2 and saved["model"]["seed"] == 3
+
+
+def test_resume_continues_an_interrupted_run_as_if_uninterrupted(run_protocol, config, tmp_path):
+    common = ["--config", str(config), "--seed", "5", "--threads", "1", "--resume"]
+    whole = run_protocol.main([*common, "--epochs", "3", "--runs-dir", str(tmp_path / "a"),
+                               "--out", str(tmp_path / "a.jsonl")])
+    assert whole["resumed_at_epoch"] is None and whole["epochs_run"] == 3
+    # an interrupted run: one epoch, then the process ends before its record (as a killed one would)
+    out = tmp_path / "b.jsonl"
+    first = run_protocol.main([*common, "--epochs", "1", "--runs-dir", str(tmp_path / "b"), "--out", str(out)])
+    run_dir = tmp_path / "b" / first["name"]
+    assert (run_dir / "checkpoints" / "last.ckpt").is_file()
+    (run_dir / "record.json").unlink()
+    resumed = run_protocol.main([*common, "--epochs", "3", "--runs-dir", str(tmp_path / "b"), "--out", str(out)])
+    assert resumed["resumed_at_epoch"] == 1
+    assert (resumed["epochs_run"], resumed["train_steps"], resumed["best_epoch"]) == \
+        (whole["epochs_run"], whole["train_steps"], whole["best_epoch"])
+    # the same batches, weights and best checkpoint: equal up to rounding (one thread, same machine; the
+    # tolerance only allows for a different summation order in a restored optimizer state)
+    for key in ("best_val_mse", "test_mse", "test_mae"):
+        assert resumed[key] == pytest.approx(whole[key], rel=1e-6), key
+    # a finished run started again with --resume runs nothing and appends nothing
+    lines = out.read_text().splitlines()
+    again = run_protocol.main([*common, "--epochs", "3", "--runs-dir", str(tmp_path / "b"), "--out", str(out)])
+    assert again == json.loads(json.dumps(resumed)) and out.read_text().splitlines() == lines

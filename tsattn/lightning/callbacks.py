@@ -47,3 +47,10 @@ class EpochTimer(pl.Callback):
 
     def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         self.seconds.append(time.perf_counter() - self._start)
+
+    def state_dict(self) -> dict:
+        # kept in checkpoints, so that a resumed run reports the timings of all its epochs
+        return {"seconds": list(self.seconds)}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        self.seconds = [float(s) for s in state_dict.get("seconds", [])]
