@@ -2,6 +2,7 @@
 rows against the truncated problem, numerical stress, gradcheck, torch.compile, threads, and the
 build (cache key, atomic write, fallback with one warning, off switch)."""
 import math
+import subprocess
 import threading
 import warnings
 
@@ -287,6 +288,32 @@ def test_strided_and_broadcast_inputs_give_the_contiguous_result():
     contiguous = continuous_attention(q.contiguous(), k.contiguous(), v.contiguous(), k0.expand(3, 2, 1, 8).contiguous(),
                                       k0.expand(3, 2, 1, 8).contiguous(), dt=dt.expand(3, 20).contiguous(), backend="cpu")
     assert rel_err(strided, contiguous) <= 1e-6
+
+
+@pytest.mark.parametrize("vector_bytes", [16, 32, 64])
+def test_every_vector_width_matches_the_reference(vector_bytes, tmp_path, monkeypatch):
+    # The build picks the width of the machine's registers; the kernel is written for any number of
+    # lanes (query tiles of 4..16 fp32 / 2..8 fp64 lanes), so every width is built and checked here.
+    path = cpu_build.build(tmp_path, extra_flags=(f"-DVECTOR_BYTES={vector_bytes}",))
+    lib = cpu_kernel._bind(cpu_build.load(path))
+    assert lib.tsattn_cpu_vector_bytes() == vector_bytes
+    monkeypatch.setattr(cpu_kernel, "_LIBRARY", {"lib": lib})
+    lengths = torch.tensor([23, 0, 9, 1])
+    problem = make_problem(b=4, h=2, m=23, n=23, d=12, dv=5, sink="given", seed=vector_bytes)
+    go = torch.randn(4, 2, 23, 5, dtype=F64, generator=torch.Generator().manual_seed(2))
+    for causal in (False, True):
+        ref = run(truncated_reference, problem, F64, go, causal=causal, scale=0.3, key_lengths=lengths)
+        for dtype, tol in ((F64, 1e-10), (torch.float32, 1e-5)):
+            assert_matches(run(kernel, problem, dtype, go, causal=causal, scale=0.3, key_lengths=lengths), ref, tol)
+
+
+def test_the_default_build_uses_the_widest_registers():
+    # what the compiler targets with the build's flags (-march=native): its predefined macros
+    compiler = cpu_build.find_compiler()
+    macros = subprocess.run([*compiler.command, *cpu_build.FLAGS[:3], "-dM", "-E", "-x", "c++", "-"], input="",
+                            capture_output=True, text=True, check=True).stdout.split()
+    widest = 64 if "__AVX512F__" in macros else 32 if "__AVX__" in macros else 16
+    assert cpu_kernel.load_library().tsattn_cpu_vector_bytes() == widest
 
 
 def test_one_and_two_threads_agree():

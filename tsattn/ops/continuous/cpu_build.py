@@ -81,23 +81,24 @@ def cpu_signature() -> str:
     return "\n".join(keep) or f"{platform.machine()} {platform.processor()}"
 
 
-def library_path(cache: Path, compiler: Compiler, source: bytes) -> Path:
+def library_path(cache: Path, compiler: Compiler, source: bytes, extra_flags: tuple[str, ...] = ()) -> Path:
     """``cache/kernels/tsattn_cpu_<hash>.so``, the hash over source, compiler, flags and CPU."""
     key = hashlib.sha256()
-    for part in (source, " ".join(compiler.command).encode(), compiler.version.encode(), " ".join(FLAGS).encode(),
+    for part in (source, " ".join(compiler.command).encode(), compiler.version.encode(),
+                 " ".join(FLAGS + tuple(extra_flags)).encode(),
                  cpu_signature().encode()):
         key.update(part)
         key.update(b"\0")
     return cache / "kernels" / f"tsattn_cpu_{key.hexdigest()[:20]}.so"
 
 
-def compile_library(compiler: Compiler, source: Path, target: Path) -> None:
+def compile_library(compiler: Compiler, source: Path, target: Path, extra_flags: tuple[str, ...] = ()) -> None:
     """Compile ``source`` into ``target`` through a temporary file renamed into place."""
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=target.stem + ".", suffix=".tmp.so", dir=target.parent)
     os.close(fd)
     try:
-        cmd = [*compiler.command, *FLAGS, "-o", tmp, str(source)]
+        cmd = [*compiler.command, *FLAGS, *extra_flags, "-o", tmp, str(source)]
         try:
             out = _run(cmd, timeout=BUILD_TIMEOUT_S)
         except subprocess.TimeoutExpired:
@@ -111,12 +112,15 @@ def compile_library(compiler: Compiler, source: Path, target: Path) -> None:
             os.unlink(tmp)
 
 
-def build(cache: Path, source: Path = SOURCE, compiler: Optional[Compiler] = None) -> Path:
-    """The path of the compiled kernel for this source, compiler and CPU; compiled if not cached."""
+def build(cache: Path, source: Path = SOURCE, compiler: Optional[Compiler] = None,
+          extra_flags: tuple[str, ...] = ()) -> Path:
+    """The path of the compiled kernel for this source, compiler and CPU; compiled if not cached.
+    ``extra_flags`` are added to ``FLAGS`` (tests: ``-DVECTOR_BYTES=16`` builds another vector width)."""
     compiler = compiler or find_compiler()
-    target = library_path(cache, compiler, source.read_bytes())
+    extra_flags = tuple(extra_flags)
+    target = library_path(cache, compiler, source.read_bytes(), extra_flags)
     if not target.is_file():
-        compile_library(compiler, source, target)
+        compile_library(compiler, source, target, extra_flags)
     return target
 
 

@@ -26,10 +26,10 @@
 // query tile reads only the knots 0..max hi of its queries (causal attention skips the unseen
 // upper triangle, ragged rows their padding, which is never read).
 //
-// Portable vectors: GCC/Clang vector extensions of 64 bytes (one AVX-512 register, two AVX2
-// registers, four NEON registers). IEEE semantics are kept (no -ffast-math): exp is evaluated by
-// a polynomial with range reduction that returns inf, 0 (with gradual underflow) and NaN where
-// the C library would.
+// Portable vectors: GCC/Clang vector extensions as wide as the target's registers (VECTOR_BYTES:
+// 64 with AVX-512, 32 with AVX/AVX2, 16 otherwise, e.g. SSE2 or NEON). IEEE semantics are kept
+// (no -ffast-math): exp is evaluated by a polynomial with range reduction that returns inf, 0
+// (with gradual underflow) and NaN where the C library would.
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -67,13 +67,27 @@ struct TsattnArgs {
 namespace {
 
 constexpr int kAbiVersion = 2;
+// The vector width: the widest register the target has. A vector type wider than the registers
+// is not split cleanly by GCC (measured on an AVX2 machine: 64-byte vectors made the kernel 5-7x
+// slower than 32-byte ones), so it follows the instruction set. -DVECTOR_BYTES=N overrides it
+// (tests build every width: the kernel is the same for any number of lanes).
+#ifndef VECTOR_BYTES
+#if defined(__AVX512F__)
+#define VECTOR_BYTES 64
+#elif defined(__AVX__)
+#define VECTOR_BYTES 32
+#else
+#define VECTOR_BYTES 16   // SSE2, NEON
+#endif
+#endif
+static_assert(VECTOR_BYTES == 16 || VECTOR_BYTES == 32 || VECTOR_BYTES == 64, "VECTOR_BYTES: 16, 32 or 64");
 constexpr int KT = 64;   // intervals per knot tile
 
 template <typename T> struct Simd;
 template <> struct Simd<float> {
-    typedef float V __attribute__((vector_size(64)));
-    typedef int32_t I __attribute__((vector_size(64)));
-    static constexpr int LANES = 16;
+    typedef float V __attribute__((vector_size(VECTOR_BYTES)));
+    typedef int32_t I __attribute__((vector_size(VECTOR_BYTES)));
+    static constexpr int LANES = VECTOR_BYTES / 4;
     static constexpr int SERIES_DEGREE = 9;     // phi.py: _SERIES_DEGREE[float32]
     static constexpr int EXP_DEGREE = 7;        // Taylor degree of exp on |r| <= ln2/2: 6e-9 < 2^-24
     static constexpr int MANTISSA = 23, BIAS = 127;
@@ -83,9 +97,9 @@ template <> struct Simd<float> {
     static constexpr double ROUND = 12582912.0;       // 1.5 * 2^23: x + ROUND - ROUND rounds to an integer
 };
 template <> struct Simd<double> {
-    typedef double V __attribute__((vector_size(64)));
-    typedef int64_t I __attribute__((vector_size(64)));
-    static constexpr int LANES = 8;
+    typedef double V __attribute__((vector_size(VECTOR_BYTES)));
+    typedef int64_t I __attribute__((vector_size(VECTOR_BYTES)));
+    static constexpr int LANES = VECTOR_BYTES / 8;
     static constexpr int SERIES_DEGREE = 17;    // phi.py: _SERIES_DEGREE[float64]
     static constexpr int EXP_DEGREE = 13;       // 4e-18 < 2^-53
     static constexpr int MANTISSA = 52, BIAS = 1023;
@@ -615,6 +629,7 @@ extern "C" {
 
 int tsattn_cpu_abi_version(void) { return kAbiVersion; }
 int64_t tsattn_cpu_args_size(void) { return int64_t(sizeof(TsattnArgs)); }
+int tsattn_cpu_vector_bytes(void) { return VECTOR_BYTES; }
 
 // Every calling thread takes blocks of `block` groups from *next_group (shared, starting at 0)
 // until the batch * heads groups are done. 0 on success, 1 when the workspace cannot be allocated.
