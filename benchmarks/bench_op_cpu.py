@@ -16,8 +16,11 @@ seconds: work done rather than latency, unaffected by other processes preempting
 shared machine. Use it with ``--threads 1``: idle OpenMP workers spin, and spinning counts as CPU
 time (for SDPA and the torch path, not for the CPU kernel, whose threads block).
 
+``--vector-bytes 16|32|64`` times the CPU kernel built with that SIMD vector width instead of the
+default one (the widest registers of the machine), e.g. to measure what the width is worth here.
+
     python benchmarks/bench_op_cpu.py [--repeats 7] [--quick] [--no-compile] [--methods sdpa,...]
-                                      [--threads N] [--clock wall|cpu] [--csv out.csv]
+                                      [--threads N] [--clock wall|cpu] [--csv out.csv] [--vector-bytes N]
 """
 from __future__ import annotations
 
@@ -34,6 +37,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 from tsattn import continuous_attention  # noqa: E402
+from tsattn.ops.continuous import cpu_build, cpu_kernel  # noqa: E402
 
 SHAPES = [
     # name, B, H, N, D, causal
@@ -121,6 +125,12 @@ def bench_shape(b, h, n, d, causal, repeats, methods):
     return medians, first_call
 
 
+def use_vector_width(vector_bytes: int) -> None:
+    """Make the CPU kernel the one built with ``-DVECTOR_BYTES=vector_bytes`` (cached like the default)."""
+    path = cpu_build.build(cpu_kernel.cache_dir(), extra_flags=(f"-DVECTOR_BYTES={vector_bytes}",))
+    cpu_kernel._LIBRARY["lib"] = cpu_kernel._bind(cpu_build.load(path))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=7)
@@ -131,7 +141,11 @@ def main() -> None:
     parser.add_argument("--clock", choices=tuple(CLOCKS), default="wall",
                         help="wall-clock seconds (default) or the process's CPU seconds over all threads")
     parser.add_argument("--csv", type=pathlib.Path, help="also write the rows to this CSV file")
+    parser.add_argument("--vector-bytes", type=int, choices=(16, 32, 64),
+                        help="build the CPU kernel with this SIMD vector width (default: the machine's widest)")
     args = parser.parse_args()
+    if args.vector_bytes:
+        use_vector_width(args.vector_bytes)
     shapes = [SHAPES[2], SHAPES[4]] if args.quick else SHAPES
     repeats = 3 if args.quick else args.repeats
     _clock["now"] = CLOCKS[args.clock]
@@ -145,7 +159,10 @@ def main() -> None:
             parser.error(f"unknown methods {sorted(unknown)}; choose from {list(METHODS)}")
         methods = [m for m in methods if m in chosen]
 
-    print(f"# torch {torch.__version__}, {torch.get_num_threads()} threads, {platform.processor() or platform.machine()}")
+    lib = cpu_kernel.load_library()
+    width = f"CPU kernel vectors of {lib.tsattn_cpu_vector_bytes()} bytes" if lib is not None else "no CPU kernel"
+    print(f"# torch {torch.__version__}, {torch.get_num_threads()} threads, {platform.processor() or platform.machine()}, "
+          f"{width}")
     print(f"# fp32, median of {repeats} interleaved repeats ({args.clock} clock); ratio = method / SDPA in the same run")
     header = ["shape", "B", "H", "N", "D", "causal", "method", "fwd_ms", "fwd_ratio", "fwdbwd_ms", "fwdbwd_ratio",
               "first_call_s"]

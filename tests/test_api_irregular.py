@@ -273,8 +273,11 @@ def test_bad_data_for_a_fitted_model(errors_fit):
     empty = pd.DataFrame({"patient": ["p7"], "when": [table["when"].max()]})
     g = Forecaster("irregular", **SETTINGS)
     g.fit(wide, id_column="patient", **FIT)
-    with pytest.raises(DataError, match=r"no observation in the data.*'p7'"):
-        g.predict(pd.concat([wide, empty]))
+    with pytest.raises(DataError, match=r"no observation in the data.*'p7'.*at=None forecasts every series"):
+        g.predict(pd.concat([wide, empty]))      # the default requests: the advice is about the data or at=
+    later = table["when"].max() + pd.Timedelta("1h")
+    with pytest.raises(DataError, match=r"no observation in the data.*'p7'.*leave them out of at="):
+        g.predict(pd.concat([wide, empty]), at=pd.DataFrame({"patient": ["p0", "p7"], "when": [later, later]}))
     # a variable the data never observes is simply not observed: forecasts still come
     without_temp = table[table["name"] != "temp"]
     out = f.predict(without_temp, at=pd.DataFrame({"patient": ["p0"], "name": ["temp"],
@@ -334,3 +337,22 @@ def test_spans_follow_the_latest_fit():
     assert 23.0 < f.horizon < 24.0
     f.fit(table, origins=[12.0], **LONG, **FIT)
     assert 47.0 < f.horizon < 48.0 and f.horizon == f.module.data_info["horizon"]
+
+
+def test_spans_set_by_hand_are_validated_and_fixed_after_a_fit(errors_fit):
+    g = Forecaster("irregular", **SETTINGS)
+    g.lookback, g.horizon = 36.0, 6.0                     # before a fit: what the fit samples with
+    assert (g.lookback, g.horizon) == (36.0, 6.0) and g._given_spans == (36.0, 6.0)
+    with pytest.raises(ValueError, match="horizon.*must be a finite number > 0"):
+        g.horizon = -1.0
+    assert g.horizon == 6.0                               # a refused value changes nothing
+    w = Forecaster("patchtst")
+    w.lookback = np.int64(48)
+    assert w.lookback == 48 and type(w.lookback) is int
+    with pytest.raises(ValueError, match="lookback"):
+        w.lookback = 2.5
+    f, _, _ = errors_fit                                  # after a fit the spans are the model's
+    before = (f.lookback, f.horizon, f._given_spans)
+    with pytest.raises(ValueError, match=r"horizon is the span the model was fit with .*new Forecaster"):
+        f.horizon = 1.0
+    assert (f.lookback, f.horizon, f._given_spans) == before

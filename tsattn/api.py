@@ -199,7 +199,7 @@ def _requests(at: Optional[TimesLike], observations: ObservationSet, info: dict[
     if at is None:
         absent = np.flatnonzero(np.isnan(last))
         if absent.size:
-            _raise_no_history(observations, absent)
+            _raise_no_history(observations, absent, default_requests=True)
         series, times = [], []
         for s in range(len(observations)):
             own = np.unique(observations.series(s).time)
@@ -254,12 +254,16 @@ def _frame_requests(at: pd.DataFrame, observations: ObservationSet, info: dict[s
                      columns=[variables[k] for k in chosen])
 
 
-def _raise_no_history(observations: ObservationSet, series: np.ndarray) -> None:
-    """Raise the error of requests for ``series`` [n], which have no observation."""
+def _raise_no_history(observations: ObservationSet, series: np.ndarray, *, default_requests: bool = False) -> None:
+    """Raise the error of requests for ``series`` [n], which have no observation (``default_requests``:
+    asked by ``at=None``, which requests every series)."""
     ids = [shown_id(observations.series_ids[s]) for s in series[:_SHOW]]
+    fix = ("at=None forecasts every series of the data: pass data without them, or an at= DataFrame "
+           "(id, time, ...) that names only the series to forecast" if default_requests
+           else "leave them out of at=")
     raise DataError(
         f"{len(series)} series have no observation in the data, so no history to forecast from, e.g. {ids}; "
-        "leave them out of at=, or pass data that holds their observations"
+        f"{fix}, or pass data that holds their observations"
     )
 
 
@@ -381,11 +385,7 @@ class Forecaster:
         compile: bool = False,
     ) -> None:
         self.input_kind = input_kind(get_model_class(model))  # "window" or "observations"
-        if self.input_kind == "observations":
-            lookback, horizon = _check_span("lookback", lookback), _check_span("horizon", horizon)
-        else:
-            lookback = check_positive_int("lookback", 336 if lookback is None else lookback)
-            horizon = check_positive_int("horizon", 96 if horizon is None else horizon)
+        lookback, horizon = self._checked_span("lookback", lookback), self._checked_span("horizon", horizon)
         batch_size = check_positive_int("batch_size", batch_size)
         if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Integral) or seed < 0:
             raise ValueError(f"seed must be an integer >= 0; got {seed!r}: pass e.g. seed=2021")
@@ -394,7 +394,7 @@ class Forecaster:
             raise ValueError(f"model_kwargs must be a dict of model hyperparameters; got {model_kwargs!r}")
         self.config = dict(model=model, attention=attention, sink=sink, rope=rope, model_kwargs=model_kwargs,
                            loss=loss, lr=lr, lr_schedule=lr_schedule, compile=compile, seed=seed)
-        self.lookback, self.horizon, self.batch_size, self.seed = lookback, horizon, batch_size, seed
+        self._lookback, self._horizon, self.batch_size, self.seed = lookback, horizon, batch_size, seed
         self._given_spans = (lookback, horizon)  # what a fit samples with (fit fills lookback / horizon in)
         # validate the model's settings now rather than after the data is read
         ForecastModule(n_channels=1, lookback=lookback, horizon=horizon, **self.config)
@@ -403,6 +403,44 @@ class Forecaster:
         self.trainer: Optional[pl.Trainer] = None
         self.best_model_path: Optional[str] = None
         self.accelerator: str = "auto"  # the accelerator the fit ran on: evaluate() runs there too
+
+    def _checked_span(self, name: str, value: Any) -> Optional[Union[int, float]]:
+        """``lookback`` / ``horizon`` validated as the constructor takes it (window models: its default
+        for None)."""
+        if self.input_kind == "observations":
+            return _check_span(name, value)
+        return check_positive_int(name, {"lookback": 336, "horizon": 96}[name] if value is None else value)
+
+    def _set_span(self, name: str, value: Any) -> None:
+        if getattr(self, "module", None) is not None:
+            raise ValueError(
+                f"{name} is the span the model was fit with ({getattr(self, '_' + name)!r}) and forecasts read; "
+                f"to fit with another, make a new Forecaster(..., {name}={value!r}) and fit it"
+            )
+        value = self._checked_span(name, value)
+        setattr(self, "_" + name, value)
+        lookback, horizon = self._given_spans
+        self._given_spans = (value, horizon) if name == "lookback" else (lookback, value)
+
+    @property
+    def lookback(self) -> Optional[Union[int, float]]:
+        """Window models: L rows; observation models: the history span (None: all). Settable before
+        a fit (validated as in the constructor); after a fit, the span the model was fit with."""
+        return self._lookback
+
+    @lookback.setter
+    def lookback(self, value: Any) -> None:
+        self._set_span("lookback", value)
+
+    @property
+    def horizon(self) -> Optional[Union[int, float]]:
+        """Window models: H rows; observation models: the target span. Settable before a fit; after a
+        fit, the span the model was fit with."""
+        return self._horizon
+
+    @horizon.setter
+    def horizon(self, value: Any) -> None:
+        self._set_span("horizon", value)
 
     @property
     def reads_observations(self) -> bool:
@@ -512,7 +550,7 @@ class Forecaster:
             module = ForecastModule(n_channels=dm.n_variables, lookback=dm.history, horizon=dm.forecast_span,
                                     **self.config)
             # the spans the model is fit with (a protocol's, when left at None), as a loaded model reports them
-            self.lookback, self.horizon = dm.history, dm.forecast_span
+            self._lookback, self._horizon = dm.history, dm.forecast_span
         else:
             _reject_options(observation_only, _OBSERVATION_OPTIONS, model, "observation models (irregular)")
             dm = CSVDataModule(

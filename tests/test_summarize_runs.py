@@ -1,0 +1,53 @@
+"""benchmarks/summarize_runs.py: the table of run_protocol records, mean +- std per attention."""
+import importlib.util
+import json
+import pathlib
+import statistics
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def summarize():
+    spec = importlib.util.spec_from_file_location("summarize_runs", ROOT / "benchmarks" / "summarize_runs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def record(attention, seed, mse, mae, tag="full protocol", dataset="physionet2012", **extra):
+    return {"attention": attention, "seed": seed, "tag": tag, "dataset": dataset, "epochs_run": 30, "best_epoch": 20,
+            "best_val_mse": mse + 1e-4, "test_mse": mse, "test_mae": mae, "seconds_per_epoch_median": 97.4,
+            "commit": "abc1234", **extra}
+
+
+def test_table_rows_and_mean_std(summarize, tmp_path):
+    rows = [record("continuous", 1, 5.0e-3, 3.6e-2), record("continuous", 2, 5.2e-3, 3.8e-2),
+            record("softmax", 1, 5.1e-3, 3.7e-2),
+            record("softmax", 2, 9.9e-3, 9.9e-2),                        # superseded by the later line
+            record("softmax", 2, 5.3e-3, 3.5e-2),
+            record("softmax", 3, 1.0e-3, 1.0e-2, tag="short schedule"),  # another tag: left out
+            record("softmax", 4, 1.0e-3, 1.0e-2, dataset="ETTh1"),       # another data set: left out
+            {k: v for k, v in record("softmax", 5, 1e-3, 1e-2).items() if k != "test_mse"}]   # not tested
+    path = tmp_path / "runs.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n\n")
+    text = summarize.main(["--runs", str(path), "--tag", "full", "--dataset", "physionet2012"])
+    lines = text.splitlines()
+    assert len(lines) == 2 + 4 + 2                                        # header, 4 runs, 2 summaries
+    assert "| continuous | 1 | 30 (20) | 5.10 | 5.00 | 3.60 | 97 | abc1234 |" in lines
+    std = statistics.stdev([5.0, 5.2])
+    assert f"**5.10 +- {std:.2f}**" in lines[-2] and "| 1,2 |" in lines[-2]
+    assert "**5.20 +- 0.14**" in lines[-1] and "**3.60 +- 0.14**" in lines[-1]   # softmax seeds 1 and 2 (latest)
+
+
+def test_no_matching_record_is_an_error_naming_the_tag(summarize, tmp_path, capsys):
+    path = tmp_path / "runs.jsonl"
+    path.write_text(json.dumps(record("softmax", 1, 5e-3, 3e-2)) + "\n")
+    with pytest.raises(SystemExit):
+        summarize.main(["--runs", str(path), "--tag", "nothing like it"])
+    assert "'nothing like it'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        summarize.main(["--runs", str(tmp_path / "absent.jsonl"), "--tag", "x"])
+    assert "no such file" in capsys.readouterr().err
