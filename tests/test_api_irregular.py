@@ -356,3 +356,65 @@ def test_spans_set_by_hand_are_validated_and_fixed_after_a_fit(errors_fit):
     with pytest.raises(ValueError, match=r"horizon is the span the model was fit with .*new Forecaster"):
         f.horizon = 1.0
     assert (f.lookback, f.horizon, f._given_spans) == before
+
+
+@pytest.fixture(scope="module")
+def numeric_fit():
+    """Numeric times (hours since admission), one fixed origin at 36 h, history 24 h, horizon 12 h."""
+    table = long_table(n_series=6, hours=60.0, seed=4)
+    first = table.groupby("patient")["when"].transform("min")
+    table = table.assign(when=(table["when"] - first) / pd.Timedelta("1h"))
+    f = Forecaster("irregular", **SETTINGS)
+    f.fit(table, origins=[36.0], **LONG, **FIT)
+    return f, table
+
+
+def test_origin_forecasts_as_the_model_was_trained_and_evaluated(numeric_fit):
+    # predict(origin=36) on the whole records = the module's forecast of the test samples cut at 36 h
+    f, table = numeric_fit
+    ds, dm = f.datamodule.test_dataset, f.datamodule
+    batch = ds.batch(range(len(ds)))
+    expected = f.module.forecast_observations(batch)[batch["y_mask"]].double().numpy()
+    rows, cols = np.nonzero(batch["y_mask"].numpy())
+    at = pd.DataFrame({
+        "patient": [dm.observations.series_ids[int(batch["series"][r])] for r in rows],
+        "when": (batch["y_time"].double().numpy() + batch["origin"].numpy()[:, None])[rows, cols],
+        "name": [dm.variables[int(v)] for v in batch["y_var"].numpy()[rows, cols]],
+    })
+    assert len(at) > 20 and at["when"].min() >= 36.0 - 1e-4        # targets start at the origin, as in training
+    got = f.predict(table, at=at, origin=36.0)["reading"].to_numpy()
+    # the same model on the same history; the batches group series differently (other padding), so
+    # equal up to float32 rounding of the scores, not bit for bit
+    np.testing.assert_allclose(got, expected, rtol=2e-5, atol=1e-5 * np.abs(expected).max())
+
+
+def test_origin_reads_nothing_at_or_after_it(numeric_fit):
+    f, table = numeric_fit
+    at = pd.DataFrame({"patient": ["p0", "p2", "p5"], "when": [36.0, 40.5, 47.9], "name": ["hr", "temp", "pressure"]})
+    before = f.predict(table, at=at, origin=36.0)
+    later = table["when"] >= 36.0
+    changed = table.assign(reading=np.where(later, table["reading"] * 3 + 5, table["reading"]))
+    extra = pd.DataFrame({"patient": ["p0"], "when": [36.0], "name": ["hr"], "reading": [999.0]})
+    after = f.predict(pd.concat([changed, extra]).sort_values(["patient", "when"], kind="stable"), at=at, origin=36.0)
+    pd.testing.assert_frame_equal(after, before, check_exact=True)   # same history, same code: same bits
+    # the default origin (each series' last observation) does read them
+    assert not np.allclose(f.predict(changed)["reading"], f.predict(table)["reading"])
+
+
+def test_origin_errors(numeric_fit):
+    f, table = numeric_fit
+    at = pd.DataFrame({"patient": ["p0"], "when": [35.0], "name": ["hr"]})
+    with pytest.raises(DataError, match=r"before the forecast origin.*\(origin 36"):
+        f.predict(table, at=at, origin=36.0)
+    with pytest.raises(DataError, match=r"more than horizon = 12 time units after their series' origin"):
+        f.predict(table, at=at.assign(when=48.5), origin=36.0)
+    with pytest.raises(DataError, match="origin must hold finite numbers"):
+        f.predict(table, origin=pd.Timestamp("2024-01-02"))
+    with pytest.raises(DataError, match="one time for every series"):
+        f.predict(table, origin=[36.0, 37.0])
+    with pytest.raises(DataError, match=r"no observation in the history window before origin=.*'p0'"):
+        f.predict(table, at=at.assign(when=0.5), origin=0.0)
+    out = f.predict(table, origin=36.0)                     # default requests: from the origin on
+    assert out["when"].min() > 36.0 and out["when"].max() <= 48.0 + 1e-9
+    with pytest.raises(ValueError, match="origin= applies to observation models"):
+        Forecaster("patchtst").predict(origin=3)

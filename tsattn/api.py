@@ -191,18 +191,19 @@ def _variable_codes(names: Sequence[Any], variables: list[str], label: str) -> n
 
 
 def _requests(at: Optional[TimesLike], observations: ObservationSet, info: dict[str, Any], last: np.ndarray,
-              horizon: float) -> _Requests:
+              horizon: float, *, given_origin: bool = False) -> _Requests:
     """The forecast requests of ``predict(at=...)`` (see its docstring); ``last`` [S] holds each
-    series' last observation time (NaN: none)."""
+    series' forecast origin (its last observation time, or the given origin; NaN: no history)."""
     variables = list(info["variables"])
     V = len(variables)
     if at is None:
         absent = np.flatnonzero(np.isnan(last))
         if absent.size:
-            _raise_no_history(observations, absent, default_requests=True)
+            _raise_no_history(observations, absent, default_requests=True, given_origin=given_origin)
         series, times = [], []
         for s in range(len(observations)):
             own = np.unique(observations.series(s).time)
+            own = own[own < last[s]] if given_origin else own                       # the history's times only
             step = float(np.median(np.diff(own))) if own.size > 1 else horizon
             step = min(step, horizon)
             k = max(1, math.floor(horizon / step + 1e-9))
@@ -254,45 +255,51 @@ def _frame_requests(at: pd.DataFrame, observations: ObservationSet, info: dict[s
                      columns=[variables[k] for k in chosen])
 
 
-def _raise_no_history(observations: ObservationSet, series: np.ndarray, *, default_requests: bool = False) -> None:
-    """Raise the error of requests for ``series`` [n], which have no observation (``default_requests``:
-    asked by ``at=None``, which requests every series)."""
+def _raise_no_history(observations: ObservationSet, series: np.ndarray, *, default_requests: bool = False,
+                      given_origin: bool = False) -> None:
+    """Raise the error of requests for ``series`` [n], which have no observation (before the given
+    origin); ``default_requests``: asked by ``at=None``, which requests every series."""
     ids = [shown_id(observations.series_ids[s]) for s in series[:_SHOW]]
     fix = ("at=None forecasts every series of the data: pass data without them, or an at= DataFrame "
            "(id, time, ...) that names only the series to forecast" if default_requests
            else "leave them out of at=")
+    where = "in the history window before origin=" if given_origin else "in the data"
+    more = ", a later origin," if given_origin else ""
     raise DataError(
-        f"{len(series)} series have no observation in the data, so no history to forecast from, e.g. {ids}; "
-        f"{fix}, or pass data that holds their observations"
+        f"{len(series)} series have no observation {where}, so no history to forecast from, e.g. {ids}; "
+        f"{fix}{more} or pass data that holds their observations"
     )
 
 
 def _check_requests(requests: _Requests, observations: ObservationSet, variables: list[str], last: np.ndarray,
-                    horizon: float) -> None:
-    """Raise on a request without history, at or before its series' last observation, beyond
-    ``horizon`` after it, or repeated."""
+                    horizon: float, *, given_origin: bool = False) -> None:
+    """Raise on a request without history, at or before its series' last observation (before the
+    given origin), beyond ``horizon`` after it, or repeated."""
     series, time = requests.series, requests.time
     absent = np.isnan(last[series])
     if absent.any():
-        _raise_no_history(observations, np.unique(series[absent]))
+        _raise_no_history(observations, np.unique(series[absent]), given_origin=given_origin)
     end = last[series]                                                               # [Q]
+    anchor = "origin" if given_origin else "last observation"
 
     def example(i: int) -> str:
         s = int(series[i])
         last_shown = _as_shown(observations, np.array([s]), np.array([last[s]]))[0]
-        return f"series {shown_id(observations.series_ids[s])!r} at {requests.shown[i]} (last observation {last_shown})"
+        return f"series {shown_id(observations.series_ids[s])!r} at {requests.shown[i]} ({anchor} {last_shown})"
 
-    early = np.flatnonzero(time <= end)
+    # from the last observation: strictly after it; from a given origin: at it or after, as in training
+    early = np.flatnonzero(time < end if given_origin else time <= end)
     if early.size:
+        when = "before the forecast origin" if given_origin else "at or before their series' last observation"
         raise DataError(
-            f"{early.size} requested time(s) are at or before their series' last observation, e.g. "
-            f"{example(int(early[0]))}; forecasts start after the last observation: request later times"
+            f"{early.size} requested time(s) are {when}, e.g. {example(int(early[0]))}; forecasts start "
+            f"{'at the origin' if given_origin else 'after the last observation'}: request later times"
         )
     far = np.flatnonzero(time - end > horizon + 1e-9 * np.maximum(horizon, np.abs(time)))
     if far.size:
         raise DataError(
             f"{far.size} requested time(s) lie more than horizon = {horizon:g} time units after their series' "
-            f"last observation, e.g. {example(int(far[0]))}; the model learnt to forecast only that far after an "
+            f"{anchor}, e.g. {example(int(far[0]))}; the model learnt to forecast only that far after an "
             "origin: request earlier times, or refit with a longer horizon"
         )
     repeated = pd.DataFrame({"s": series, "t": time, "v": requests.variable}).duplicated().to_numpy()
@@ -708,7 +715,8 @@ class Forecaster:
         result = self._eval_trainer(accelerator).test(module, dataloaders=loader, verbose=False)[0]
         return {key.removeprefix("test_"): float(value) for key, value in result.items()}
 
-    def predict(self, data: Optional[ObservationsLike] = None, at: Optional[TimesLike] = None) -> pd.DataFrame:
+    def predict(self, data: Optional[ObservationsLike] = None, at: Optional[TimesLike] = None,
+                origin: Optional[Any] = None) -> pd.DataFrame:
         """Forecast from the end of ``data`` (default: the fit's data; after ``load``, its source).
 
         Window models: the ``horizon`` rows that follow ``data``. ``data`` may be any extract of at
@@ -722,7 +730,13 @@ class Forecaster:
         within ``lookback`` of its last one, read with the fit's options, scaled with the fit's
         scaler and timed in the fit's time unit (variables the data never observes are simply
         not observed: nothing is imputed). The forecast origin of a series is its last
-        observation time; ``at`` requests times after it, up to ``horizon``:
+        observation time (that observation is in the history, at relative time 0); ``at``
+        requests times after it, up to ``horizon``. ``origin``: one time for every series (a number
+        for numeric times, a timestamp for datetimes) from which to forecast as the model was
+        trained: the history is the observations in ``[origin - lookback, origin)``, observations
+        at or after ``origin`` are not read, and ``at`` requests times from ``origin`` on, up to
+        ``origin + horizon`` (to forecast, say, hours 24-48 of a stay from its first day, given
+        records that go on). ``at``:
 
         - a DataFrame in the long layout (the fit's id and time columns and a variable column:
           the fit's ``variable_column``, ``"variable"`` for a model fit on a wide table): one
@@ -730,8 +744,8 @@ class Forecaster:
           not read; only id and time: every variable): every listed variable at each row's time;
         - a list / array of timestamps (numbers, for data with numeric times), or one: those times
           for every series and every variable;
-        - None (default): every variable at the series' median step between its observation
-          times after its last observation, up to ``horizon`` (``floor(horizon / step)`` times;
+        - None (default): every variable at the series' median step between its (history's)
+          observation times after its origin, up to ``horizon`` (``floor(horizon / step)`` times;
           one time at ``horizon`` when the step exceeds it or the series has one observation
           time). For many long series pass ``at``: the default asks for a lot.
 
@@ -743,19 +757,21 @@ class Forecaster:
             gives them: timestamps (for datetime data) or numbers.
         Raises:
             DataError: ``data`` lacks the channels the model was fit on or is too short (windows);
-                a request at or before a series' last observation, more than ``horizon`` after it
-                (the model never learnt to forecast that far; refit with a longer horizon), for an
-                unknown series or variable, repeated, or for a series without observations; data
-                with variables the model was not fit on (observations).
+                a request at or before a series' last observation (before ``origin``), more than
+                ``horizon`` after it (the model never learnt to forecast that far; refit with a
+                longer horizon), for an unknown series or variable, repeated, or for a series
+                without observations (before ``origin``); data with variables the model was not fit
+                on; an ``origin`` that is not one time of the data's kind (observations).
         """
-        if at is not None and not self.reads_observations:
-            raise ValueError(
-                f"at= applies to observation models; the window model {self.config['model']!r} forecasts the "
-                f"{self.horizon} rows that follow the data: leave at=None"
-            )
+        for name, value in (("at", at), ("origin", origin)):
+            if value is not None and not self.reads_observations:
+                raise ValueError(
+                    f"{name}= applies to observation models; the window model {self.config['model']!r} forecasts "
+                    f"the {self.horizon} rows that follow the data: leave {name}=None"
+                )
         module = self._require_fit()
         if self.reads_observations:
-            return self._predict_observations(data, at)
+            return self._predict_observations(data, at, origin)
         dm = self._datamodule(data)
         window = dm.last_window()
         y = module.forecast(window["x"][None], window["t_x"][None])[0]  # [H, C_out], original units
@@ -864,19 +880,28 @@ class Forecaster:
             )
         return dm
 
-    def _predict_observations(self, data: Optional[ObservationsLike], at: Optional[TimesLike]) -> pd.DataFrame:
+    def _predict_observations(self, data: Optional[ObservationsLike], at: Optional[TimesLike],
+                              origin: Optional[Any] = None) -> pd.DataFrame:
         module = self._require_fit()
         info = self._observation_info()
         dm = self._observation_dm(data)
         observations = dm.observations
-        history = dm.latest_histories(info["history"])
-        sample_of = np.full(len(observations), -1, dtype=np.int64)   # [S] series -> its sample (-1: no observation)
+        given = origin is not None
+        if given:
+            if not np.isscalar(origin) and not isinstance(origin, (pd.Timestamp, np.datetime64)):
+                raise DataError(f"origin= takes one time for every series (a number or a timestamp); got {origin!r}")
+            S = len(observations)
+            shown = _parse_times(pd.Series([origin]), observations, info, "origin")[np.zeros(S, dtype=np.int64)]
+            history = dm.histories_before(_in_time_units(observations, np.arange(S), shown), info["history"])
+        else:
+            history = dm.latest_histories(info["history"])
+        sample_of = np.full(len(observations), -1, dtype=np.int64)   # [S] series -> its sample (-1: no history)
         sample_of[history.samples.series] = np.arange(len(history))
-        last = np.full(len(observations), np.nan)                       # [S] last observation times
+        last = np.full(len(observations), np.nan)                       # [S] forecast origins
         last[history.samples.series] = history.samples.origin
         horizon = float(info["horizon"])
-        requests = _requests(at, observations, info, last, horizon)
-        _check_requests(requests, observations, list(info["variables"]), last, horizon)
+        requests = _requests(at, observations, info, last, horizon, given_origin=given)
+        _check_requests(requests, observations, list(info["variables"]), last, horizon, given_origin=given)
         values = self._forecast(module, history, sample_of[requests.series], requests.time, requests.variable)
         return _forecast_frame(requests, values, observations, info)
 

@@ -588,6 +588,29 @@ class ObservationDataModule(pl.LightningDataModule):
         scaled = self.scaler.transform(observations.value, observations.variable).astype(np.float32)
         return ForecastSampleDataset(observations.time, observations.variable.astype(np.int64), scaled, samples)
 
+    def histories_before(self, origins: np.ndarray, history: Optional[float]) -> ForecastSampleDataset:
+        """One sample per series with an observation before its origin ``origins[s]`` ([S], in the set's
+        time units), as the training samples are cut: the history is every observation with
+        ``t0 - history <= time < t0`` (``history=None``: all before t0); later observations are not read,
+        and there are no targets. Values are scaled with ``scaler``; ``dataset.samples`` as in
+        ``latest_histories``.
+        """
+        observations = self.observations
+        S = len(observations)
+        origins = np.broadcast_to(np.asarray(origins, dtype=np.float64), (S,))
+        index, time = observations.series_index, observations.time                  # [M]
+        first = observations.offsets[:-1]
+        stop = first + np.bincount(index[time < origins[index]], minlength=S)        # rows before t0
+        if history is None:
+            start = first.copy()
+        else:
+            start = first + np.bincount(index[time < origins[index] - float(history)], minlength=S)
+        present = np.flatnonzero(stop > start)
+        samples = ForecastSamples(present.astype(np.int64), origins[present].copy(), start[present], stop[present],
+                                  stop[present])
+        scaled = self.scaler.transform(observations.value, observations.variable).astype(np.float32)
+        return ForecastSampleDataset(observations.time, observations.variable.astype(np.int64), scaled, samples)
+
     # -- how the data was read and sampled (what a fitted model keeps to read other data alike) ------------
     @property
     def source(self) -> Optional[str]:
