@@ -51,3 +51,18 @@ def test_no_matching_record_is_an_error_naming_the_tag(summarize, tmp_path, caps
     with pytest.raises(SystemExit):
         summarize.main(["--runs", str(tmp_path / "absent.jsonl"), "--tag", "x"])
     assert "no such file" in capsys.readouterr().err
+
+
+def test_physionet_protocol_runs_every_seed_of_both_attentions_resumably(tmp_path):
+    spec = importlib.util.spec_from_file_location("physionet_protocol", ROOT / "benchmarks" / "physionet_protocol.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    runs = module.commands([1, 2], ["continuous", "softmax"], 1, tmp_path, tmp_path / "r.jsonl", "full protocol")
+    assert [name for name, _ in runs] == ["physionet2012_irregular_continuous_s1", "physionet2012_irregular_softmax_s1",
+                                          "physionet2012_irregular_continuous_s2", "physionet2012_irregular_softmax_s2"]
+    argv = runs[3][1]
+    assert argv[argv.index("--seed") + 1] == "2" and "--resume" in argv and argv[argv.index("--threads") + 1] == "1"
+    assert argv[argv.index("--config") + 1].endswith("configs/physionet2012/irregular_softmax.yaml")
+    assert pathlib.Path(argv[argv.index("--config") + 1]).is_file()
+    with pytest.raises(SystemExit):
+        module.main(["--jobs", "0"])
