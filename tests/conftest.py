@@ -66,3 +66,18 @@ def make_frame():
 @pytest.fixture
 def frame() -> pd.DataFrame:
     return _synthetic_frame()
+
+
+@pytest.fixture(scope="session")
+def benchmark_script():
+    """``benchmark_script("run_protocol")``: the module of ``benchmarks/<name>.py``, loaded from its file."""
+    import importlib.util
+
+    def load(name: str):
+        path = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    return load

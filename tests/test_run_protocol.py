@@ -1,23 +1,17 @@
 """benchmarks/run_protocol.py builds a run from the config as `tsattn fit --config` does: trainer options
 of the YAML take effect, the command-line overrides still apply, and one record is appended."""
-import importlib.util
 import json
-import pathlib
 
 import numpy as np
 import pandas as pd
 import pytest
 import yaml
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def run_protocol():
-    spec = importlib.util.spec_from_file_location("run_protocol", ROOT / "benchmarks" / "run_protocol.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def run_protocol(benchmark_script):
+    return benchmark_script("run_protocol")
 
 
 @pytest.fixture

@@ -1,20 +1,15 @@
 """benchmarks/summarize_runs.py: the table of run_protocol records, mean +- std per attention."""
-import importlib.util
 import json
 import pathlib
 import statistics
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def summarize():
-    spec = importlib.util.spec_from_file_location("summarize_runs", ROOT / "benchmarks" / "summarize_runs.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def summarize(benchmark_script):
+    return benchmark_script("summarize_runs")
 
 
 def record(attention, seed, mse, mae, tag="full protocol", dataset="physionet2012", **extra):
@@ -53,10 +48,8 @@ def test_no_matching_record_is_an_error_naming_the_tag(summarize, tmp_path, caps
     assert "no such file" in capsys.readouterr().err
 
 
-def test_physionet_protocol_runs_every_seed_of_both_attentions_resumably(tmp_path):
-    spec = importlib.util.spec_from_file_location("physionet_protocol", ROOT / "benchmarks" / "physionet_protocol.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+def test_physionet_protocol_runs_every_seed_of_both_attentions_resumably(benchmark_script, tmp_path):
+    module = benchmark_script("physionet_protocol")
     runs = module.commands([1, 2], ["continuous", "softmax"], 1, tmp_path, tmp_path / "r.jsonl", "full protocol")
     assert [name for name, _ in runs] == ["physionet2012_irregular_continuous_s1", "physionet2012_irregular_softmax_s1",
                                           "physionet2012_irregular_continuous_s2", "physionet2012_irregular_softmax_s2"]
