@@ -36,23 +36,27 @@ ATTENTIONS = ("continuous", "softmax")
 OUT = ROOT / "benchmarks" / "results" / "physionet_search.jsonl"
 
 
-def report(path: pathlib.Path) -> None:
+def report(path: pathlib.Path) -> str:
+    """The markdown table of best validation MSE (its epoch; seconds per epoch) per trial and attention.
+
+    A trial run again replaces its earlier line; the last lines name each attention's best trial.
+    """
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    best: dict[tuple[str, str], dict] = {}
-    for r in rows:
-        key = (r["trial"], r["attention"])
-        if key not in best or r["best_val_mse"] < best[key]["best_val_mse"]:
-            best[key] = r
-    print("| trial | " + " | ".join(f"{a}: best val MSE (epoch)" for a in ATTENTIONS) + " |")
-    print("|---|" + "---|" * len(ATTENTIONS))
+    latest = {(r["trial"], r["attention"]): r for r in rows}
+    lines = ["| trial | " + " | ".join(f"{a}: best val MSE (epoch; s / epoch)" for a in ATTENTIONS) + " |",
+             "|---|" + "---|" * len(ATTENTIONS)]
     for trial in TRIALS:
-        cells = [f"{best[(trial, a)]['best_val_mse'] * 1e3:.3f}e-3 ({best[(trial, a)]['best_epoch']})"
-                 if (trial, a) in best else "-" for a in ATTENTIONS]
-        print(f"| {trial} | " + " | ".join(cells) + " |")
+        cells = []
+        for a in ATTENTIONS:
+            r = latest.get((trial, a))
+            cells.append(f"{r['best_val_mse'] * 1e3:.3f}e-3 ({r['best_epoch']}; {r['seconds_per_epoch_median']:.0f})"
+                         if r else "-")
+        lines.append(f"| {trial} | " + " | ".join(cells) + " |")
     for a in ATTENTIONS:
-        done = [(r["best_val_mse"], t) for (t, att), r in best.items() if att == a]
+        done = sorted((r["best_val_mse"], t) for (t, att), r in latest.items() if att == a)
         if done:
-            print(f"best for {a}: {min(done)[1]!r} ({min(done)[0] * 1e3:.3f}e-3)")
+            lines.append(f"best for {a}: {done[0][1]!r} ({done[0][0] * 1e3:.3f}e-3)")
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -65,7 +69,7 @@ def main() -> None:
     parser.add_argument("--report", action="store_true", help="print the table of results, run nothing")
     args = parser.parse_args()
     if args.report:
-        report(args.out)
+        print(report(args.out))
         return
     for trial in args.trials:
         for attention in args.attentions:
