@@ -38,5 +38,7 @@ def test_notebooks_are_stored_as_intended(path):
     assert all(cell.get("execution_count") for cell in code), "run every cell before storing it"
     outputs = [o for cell in code for o in cell.get("outputs", [])]
     assert not [o for o in outputs if o.get("output_type") == "error"]
+    # logs and warnings (progress banners, this machine's paths) are not what a reader should see
+    assert not [o for o in outputs if o.get("name") == "stderr"], "store it without its stderr streams"
     figures = [o for o in outputs if "image/png" in o.get("data", {})]
     assert len(figures) >= 2, "the stored notebook shows its plots"
