@@ -48,7 +48,7 @@ def main() -> None:
         val, test = f.evaluate("val", accelerator=args.accelerator), f.evaluate("test", accelerator=args.accelerator)
     hp = f.module.hparams
     record = {
-        "name": args.checkpoint.parent.parent.name, "dataset": (f.module.data_info or {}).get("source"),
+        "name": args.checkpoint.parent.parent.name, "dataset": (f.data_record or {}).get("source"),
         "model": hp.model, "attention": args.attention or trained, "trained_attention": trained, "sink": hp.sink, "rope": hp.rope, "horizon": hp.horizon,
         "lookback": hp.lookback, "seed": hp.seed, "best_epoch": int(raw["epoch"]) + 1,
         "val_mse": val["mse"], **{f"test_{k}": v for k, v in test.items()},

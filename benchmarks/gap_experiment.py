@@ -107,7 +107,7 @@ def score_patchtst(module: ForecastModule, dm, split: str, times: np.ndarray, ro
             end = np.searchsorted(times, origin, side="left")          # first row at or after the origin
             keep = end >= lookback
             x = torch.stack([rows[e - lookback:e] for e in end[keep]])
-            pred = module(x)                                            # [n, 24, V]
+            pred = module({"x": x})                                     # [n, 24, V]
             count = np.searchsorted(times, origin[keep] + dm.horizon, side="left") - end[keep]
             for p, e, c in zip(pred, end[keep], count):
                 target = rows[e:e + c]                                  # [c, V], c <= 24

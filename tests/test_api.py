@@ -73,10 +73,10 @@ def test_save_load_round_trip_forecasts_exactly_the_same(fitted, tmp_path):
     pd.testing.assert_frame_equal(g.predict(frame), before, check_exact=True)
     pd.testing.assert_frame_equal(f.predict(frame), before, check_exact=True)
     assert g.evaluate("test") == pytest.approx(f.evaluate("test"), rel=1e-6)
-    info = g.module.data_info  # what the fit learnt travels with the weights
-    assert info["time_unit_ns"] == pd.Timedelta("1h").value and info["freq"] == "h"
-    np.testing.assert_array_equal(info["scaler_mean"], f.datamodule.scaler.mean_)
-    np.testing.assert_array_equal(info["scaler_scale"], f.datamodule.scaler.scale_)
+    fitted = g.data_record["fitted"]  # what the fit learnt travels with the weights
+    assert fitted["time_unit_ns"] == pd.Timedelta("1h").value and fitted["freq"] == "h"
+    np.testing.assert_array_equal(fitted["scaler"]["offset"], f.datamodule.scaler.offset)
+    np.testing.assert_array_equal(fitted["scaler"]["scale"], f.datamodule.scaler.scale)
 
 
 @pytest.mark.slow
@@ -93,7 +93,7 @@ def test_a_compiled_model_forecasts_the_same_after_load(tmp_path, make_frame):
 def test_predict_and_evaluate_on_other_data_use_the_fit_scale_and_time_unit(fitted, make_frame):
     f, _, _ = fitted
     module = f.module
-    mean, scale = f.datamodule.scaler.mean_, f.datamodule.scaler.scale_
+    mean, scale = f.datamodule.scaler.offset, f.datamodule.scaler.scale
     # other data on another level: evaluate() must scale it with the fit's scaler, not its own
     other = make_frame(rows=900, seed=5)
     other[["load", "temp", "OT"]] = other[["load", "temp", "OT"]] * 1.5 + 4.0
@@ -103,14 +103,14 @@ def test_predict_and_evaluate_on_other_data_use_the_fit_scale_and_time_unit(fitt
     windows = torch.stack([rows[i : i + 60] for i in range(len(rows) - 60 + 1)])  # [W, 60, 3]
     module.eval()
     with torch.no_grad():
-        pred = module(windows[:, :48], torch.arange(48.0).expand(len(windows), 48))
+        pred = module({"x": windows[:, :48], "t_x": torch.arange(48.0).expand(len(windows), 48)})
     expected = torch.mean((pred.double() - windows[:, 48:].double()) ** 2).item()
     assert f.evaluate("test", data=other)["mse"] == pytest.approx(expected, rel=1e-5)
     # an extract sampled every 2 hours: knot times in the fit's unit (hours) are 0, 2, 4, ...
     extract = other.iloc[::2].iloc[:60]
     x = torch.tensor((extract[["load", "temp", "OT"]].to_numpy()[-48:] - mean) / scale, dtype=torch.float32)
-    in_hours = module.forecast(x[None], 2.0 * torch.arange(48.0)[None])[0]
-    in_rows = module.forecast(x[None], torch.arange(48.0)[None])[0]
+    in_hours = module.forecast({"x": x[None], "t_x": 2.0 * torch.arange(48.0)[None]})[0]
+    in_rows = module.forecast({"x": x[None], "t_x": torch.arange(48.0)[None]})[0]
     assert not torch.allclose(in_hours, in_rows, atol=1e-4)  # continuous attention reads the times
     out = f.predict(extract)
     # the same forecast up to fp32 rounding (the input is scaled by another route here)
@@ -128,7 +128,7 @@ def test_load_then_predict_from_another_working_directory(tmp_path, monkeypatch,
     f.fit("series.csv", limit_train_batches=2, limit_val_batches=1, **FIT)  # a relative path
     ckpt = f.save("model.ckpt")
     before = f.predict()
-    assert f.module.data_info["source"] == str(workdir / "series.csv")  # stored absolute
+    assert f.data_record["source"] == str(workdir / "series.csv")  # stored absolute
     monkeypatch.chdir(elsewhere)
     g = Forecaster.load(workdir / "model.ckpt")
     pd.testing.assert_frame_equal(g.predict(), before, check_exact=True)

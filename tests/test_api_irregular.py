@@ -3,7 +3,7 @@ requested times, save / load, evaluate, and the errors.
 
 Forecasts before and after save / load are compared exactly: both go through the same code (the data
 read with the fit's options onto the fit's variables, scaled with the fit's scaler statistics, stored
-exactly as float64, then ``ForecastModule.forecast_observations`` on the eager model) on the same
+exactly as float64, then ``ForecastModule.forecast`` on the eager model) on the same
 weights, in one process at one thread count, so they are the same floating-point operations on the
 same bits. Metrics over many targets are compared with a relative tolerance of 1e-6.
 """
@@ -92,9 +92,11 @@ def test_round_trip_on_a_long_table_forecasts_exactly_the_same(long_fit, tmp_pat
     pd.testing.assert_frame_equal(g.predict(pd.read_csv(path), at=at), before, check_exact=True)
     pd.testing.assert_frame_equal(f.predict(pd.read_csv(path), at=at), before, check_exact=True)
     assert g.evaluate("test") == pytest.approx(f.evaluate("test"), rel=1e-6)
-    info, scaler = g.module.data_info, f.datamodule.scaler  # the fit's scaler travels exactly
-    assert info["scaler"]["offset"] == scaler.offset.tolist() and info["scaler"]["scale"] == scaler.scale.tolist()
-    assert info["time_unit_ns"] == pd.Timedelta("1h").value and info["horizon"] == 12.0 and info["history"] == 24.0
+    record, scaler = g.data_record, f.datamodule.scaler  # the fit's scaler travels exactly
+    fitted = record["fitted"]
+    assert fitted["scaler"]["offset"] == scaler.offset.tolist() and fitted["scaler"]["scale"] == scaler.scale.tolist()
+    assert fitted["time_unit_ns"] == pd.Timedelta("1h").value and fitted["horizon"] == 12.0
+    assert record["options"]["lookback"] == 24.0 and record["version"] == 1 and record["task"] == "observations"
     assert os.listdir(elsewhere) == []
 
 
@@ -185,8 +187,8 @@ def test_the_model_reads_only_the_observed_cells(tmp_path, monkeypatch):
     f = Forecaster("irregular", **SETTINGS)
     f.fit(wide, id_column="patient", **FIT)
     read = []
-    forward = f.module.forward_observations
-    monkeypatch.setattr(f.module, "forward_observations", lambda batch: read.append(batch) or forward(batch))
+    forward = f.module.forward
+    monkeypatch.setattr(f.module, "forward", lambda batch: read.append(batch) or forward(batch))
     last = last_times(table)
     f.predict(at=[last.max() + pd.Timedelta("1h")])
     seen = sum(int(batch["x_mask"].sum()) for batch in read)
@@ -205,19 +207,19 @@ def test_fixed_origins_all_history_and_numeric_times(tmp_path):
     table = table.assign(when=(table["when"] - first) / pd.Timedelta("1h"))
     f = Forecaster("irregular", **{**SETTINGS, "lookback": None, "horizon": None})
     f.fit(table, origins=[36.0], **LONG, **FIT)
-    span = f.module.data_info["horizon"]
+    span = f.data_record["fitted"]["horizon"]
     assert 23.0 < span < 24.0  # the latest target of a train sample, 36 h -> just under 60 h
     assert f.horizon == span and f.lookback is None  # the spans it was fit with, as load() reports them
     assert f._given_spans == (None, None)  # a refit samples with what was given, not the last fit's span
-    assert f.module.data_info["times"] == "numeric" and f.datamodule.split == "series"
+    assert f.data_record["fitted"]["times"] == "numeric" and f.datamodule.split == "series"
     last = table.groupby("patient")["when"].max()
     out = f.predict(at=[last.max() + 0.5])
     assert out["when"].dtype == np.float64 and (out["when"] == last.max() + 0.5).all()
     with pytest.raises(DataError, match="must hold finite numbers"):
         f.predict(at=[pd.Timestamp("2024-01-03")])
     read = []
-    forward = f.module.forward_observations
-    f.module.forward_observations = lambda batch: read.append(batch) or forward(batch)
+    forward = f.module.forward
+    f.module.forward = lambda batch: read.append(batch) or forward(batch)
     f.predict(at=[last.max() + 0.5])
     assert sum(int(batch["x_mask"].sum()) for batch in read) == len(table)  # all of the history
 
@@ -287,9 +289,9 @@ def test_bad_data_for_a_fitted_model(errors_fit):
 
 def test_fit_errors(long_fit):
     _, path, table = long_fit
-    with pytest.raises(ValueError, match=r"\['target'\] apply to window models"):
+    with pytest.raises(ValueError, match=r"\['target'\] apply to the models \['decoder', 'patchtst'\] only"):
         Forecaster("irregular", **SETTINGS).fit(table, target="hr", **LONG, **FIT)
-    with pytest.raises(ValueError, match=r"\['id_column', 'variable_column', 'value_column'\] apply to observation"):
+    with pytest.raises(ValueError, match=r"\['id_column', 'value_column', 'variable_column'\] apply to the models \['irregular'\]"):
         Forecaster("patchtst", lookback=48, horizon=12).fit(path, **LONG, **FIT)
     with pytest.raises(DataError, match="rolling forecast origins .* need a history and a target span"):
         Forecaster("irregular", model_kwargs=TINY).fit(table, **LONG, **FIT)
@@ -321,7 +323,7 @@ def test_max_series_reads_the_first_series_only(tmp_path):
     assert len(f.datamodule.observations) == 5
     path = f.save(tmp_path / "m.ckpt")
     g = Forecaster.load(path)
-    assert len(g._observation_dm(None).observations) == 5  # the fit's own source is re-read the fit's way
+    assert len(g._datamodule(None).observations) == 5  # the fit's own source is re-read the fit's way
     assert set(g.predict(table)["patient"]) == {f"p{k}" for k in range(6)}  # no limit on other data
     assert g._given_spans == (24.0, None) and g.horizon == f.horizon  # a refit samples as f's would
 
@@ -336,7 +338,7 @@ def test_spans_follow_the_latest_fit():
     assert torch.utils.deterministic.fill_uninitialized_memory == fills  # the fit turns it off only while it runs
     assert 23.0 < f.horizon < 24.0
     f.fit(table, origins=[12.0], **LONG, **FIT)
-    assert 47.0 < f.horizon < 48.0 and f.horizon == f.module.data_info["horizon"]
+    assert 47.0 < f.horizon < 48.0 and f.horizon == f.data_record["fitted"]["horizon"]
 
 
 def test_spans_set_by_hand_are_validated_and_fixed_after_a_fit(errors_fit):
@@ -374,7 +376,7 @@ def test_origin_forecasts_as_the_model_was_trained_and_evaluated(numeric_fit):
     f, table = numeric_fit
     ds, dm = f.datamodule.test_dataset, f.datamodule
     batch = ds.batch(range(len(ds)))
-    expected = f.module.forecast_observations(batch)[batch["y_mask"]].double().numpy()
+    expected = f.module.forecast(batch)[batch["y_mask"]].double().numpy()
     rows, cols = np.nonzero(batch["y_mask"].numpy())
     at = pd.DataFrame({
         "patient": [dm.observations.series_ids[int(batch["series"][r])] for r in rows],

@@ -57,8 +57,8 @@ def test_fit_then_test_from_a_yaml_file(experiment):
     assert torch.isfinite(metrics["test_mse"])
     # the CLI's checkpoint carries what the fit learnt: the API forecasts from it, from the stored path
     loaded = Forecaster.load(ckpt)
-    assert loaded.module.data_info["source"] == str(tmp / "series.csv")
-    assert loaded.module.data_info["time_unit_ns"] == pd.Timedelta("15min").value
+    assert loaded.data_record["source"] == str(tmp / "series.csv")
+    assert loaded.data_record["fitted"]["time_unit_ns"] == pd.Timedelta("15min").value
     assert loaded.predict().shape == (8, 3)
 
 

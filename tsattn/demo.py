@@ -51,7 +51,7 @@ def forecast_figure(forecasters: dict, window: int = 1000, channel: str = "OT"):
     ax.plot(t_hist[-192:], history[-192:].numpy(), color="0.4", lw=1, label="history")
     ax.plot(t_future, actual.numpy(), color="k", lw=1.5, label="actual")
     for name, f in forecasters.items():
-        pred = f.module.forecast(item["x"][None], item["t_x"][None])[0]  # [H, C_out], original units
+        pred = f.module.forecast({"x": item["x"][None], "t_x": item["t_x"][None]})[0]  # [H, C_out], original units
         style = "--" if name == "continuous" else "-"  # the two can overlap closely
         ax.plot(t_future, pred[:, out].numpy(), style, lw=1.5, label=f"{name} attention")
     ax.set_title(f"{channel}: test window {window}, {dm.horizon}-step forecast from {dm.lookback} steps")

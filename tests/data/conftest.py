@@ -93,10 +93,12 @@ def metro_path():
 def toy_spec():
     """toy_spec(**overrides) -> a DatasetSpec named 'toy' (3 value columns, ratio split)."""
 
-    def make(name: str = "toy", **overrides) -> registry.DatasetSpec:
+    def make(name: str = "toy", *, url: str = "file:///nonexistent/toy.csv", sha256=None, split: str = "ratio",
+             **overrides) -> registry.DatasetSpec:
         fields = dict(
-            name=name, filename=f"{name}.csv", url="file:///nonexistent/toy.csv", sha256=None, split="ratio",
-            freq="h", target="OT", n_channels=3, n_rows=200, subdir="toydir",
+            name=name, kind="series", files=(registry.RemoteFile(f"{name}.csv", url, sha256, sha256),),
+            protocol={"split": split}, read_options={"duplicates": "keep", "knot_times": "index"}, freq="h",
+            target="OT", n_channels=3, n_rows=200, subdir="toydir",
         )
         fields.update(overrides)
         return registry.DatasetSpec(**fields)

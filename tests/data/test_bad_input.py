@@ -225,7 +225,7 @@ def test_constant_column_scales_without_nan(hourly_frame):
     frame["b"] = 3.0
     dm = CSVDataModule(frame, 8, 4)
     dm.setup()
-    assert dm.scaler.scale_[dm.channel_names.index("b")] == 1.0  # scikit-learn's zero-variance rule
+    assert dm.scaler.scale[dm.channel_names.index("b")] == 1.0  # scikit-learn's zero-variance rule
     for ds in (dm.train_dataset, dm.val_dataset, dm.test_dataset):
         assert torch_all_finite(ds.values)
     assert float(dm.train_dataset[0]["x"][:, dm.channel_names.index("b")].abs().max()) == 0.0

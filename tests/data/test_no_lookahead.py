@@ -57,8 +57,8 @@ def test_rows_after_r_change_nothing_that_ends_at_or_before_r(r, knot_times, mis
     dm_b = CSVDataModule(_rewrite_after(base, r), L, H, missing=missing, knot_times=knot_times)
     dm_b.setup()
     # the train scaler (and time unit) come from rows <= r only: they do not move
-    np.testing.assert_array_equal(dm_a.scaler.mean_, dm_b.scaler.mean_)
-    np.testing.assert_array_equal(dm_a.scaler.scale_, dm_b.scaler.scale_)
+    np.testing.assert_array_equal(dm_a.scaler.offset, dm_b.scaler.offset)
+    np.testing.assert_array_equal(dm_a.scaler.scale, dm_b.scaler.scale)
     assert dm_a.time_unit == dm_b.time_unit
     borders = split_borders(N, L, "ratio")
     compared = 0

@@ -58,7 +58,7 @@ def _rows(obs: ObservationSet, s: int, lo: float, hi: float) -> np.ndarray:
 @pytest.mark.parametrize("history, horizon", [(None, None), (10.0, 20.0)])
 def test_fixed_origin_windows_match_brute_force(history, horizon):
     obs = _irregular()
-    dm = ObservationDataModule(obs, origins=[40.0], history=history, horizon=horizon)
+    dm = ObservationDataModule(obs, origins=[40.0], lookback=history, horizon=horizon)
     dm.setup()
     assert sorted(np.concatenate([dm.split_series(n) for n in SPLIT_NAMES]).tolist()) == list(range(12))
     assert [len(dm.split_series(n)) for n in SPLIT_NAMES] == [6, 3, 3]  # sklearn: 9 seen / 3, then floor(0.75 * 9)
@@ -92,7 +92,7 @@ def test_series_without_history_is_an_error_naming_it():
     dm = ObservationDataModule(obs, origins=[24.0], split_fractions=(0.5, 0.0, 0.5))
     with pytest.raises(DataError, match=r"1 series have no observation before 24 .*series 'late' \(index 1\)"):
         dm.setup()
-    windowed = ObservationDataModule(obs, origins=[24.0], history=5.0, split_fractions=(0.5, 0.0, 0.5))
+    windowed = ObservationDataModule(obs, origins=[24.0], lookback=5.0, split_fractions=(0.5, 0.0, 0.5))
     with pytest.raises(DataError, match=r"no observation \[19, 24\)"):
         windowed.setup()
 
@@ -114,7 +114,7 @@ def test_series_with_history_but_no_targets_is_kept():
 def test_rolling_origins_windows_and_time_split():
     obs = _grid_series()
     history, horizon, stride = 10.0, 5.0, 3.0
-    dm = ObservationDataModule(obs, origin_stride=stride, history=history, horizon=horizon, scaler="standard")
+    dm = ObservationDataModule(obs, origin_stride=stride, lookback=history, horizon=horizon, scaler="standard")
     dm.setup()
     assert dm.split == "time" and dm.split_fractions == (0.7, 0.1, 0.2)
     t_first, t_last = obs.time[0], obs.time[-1]
@@ -155,7 +155,7 @@ def test_rolling_origins_without_history_have_no_sample():
         series_ids=obs.series_ids, offsets=np.array([0, int((~gap).sum())]), time=obs.time[~gap],
         variable=obs.variable[~gap], value=obs.value[~gap], variables=obs.variables,
     )
-    dm = ObservationDataModule(gapped, origin_stride=1.0, history=10.0, horizon=5.0, split_fractions=(1.0, 0.0, 0.0))
+    dm = ObservationDataModule(gapped, origin_stride=1.0, lookback=10.0, horizon=5.0, split_fractions=(1.0, 0.0, 0.0))
     dm.setup()
     origins = dm.samples("train").origin
     assert not np.any((origins >= 60) & (origins <= 75))  # their history window [t0 - 10, t0) is empty
@@ -164,7 +164,7 @@ def test_rolling_origins_without_history_have_no_sample():
 
 
 def test_batches_of_rolling_samples_stay_inside_their_windows():
-    dm = ObservationDataModule(_grid_series(), origin_stride=2.0, history=10.0, horizon=5.0, batch_size=8)
+    dm = ObservationDataModule(_grid_series(), origin_stride=2.0, lookback=10.0, horizon=5.0, batch_size=8)
     dm.setup()
     for batch in _batches(dm.train_dataloader()) + _batches(dm.test_dataloader()):
         x, y = batch["x_time"][batch["x_mask"]], batch["y_time"][batch["y_mask"]]
@@ -201,7 +201,7 @@ def test_scaler_never_sees_test_series(scale_from, scaler):
 @pytest.mark.parametrize("scale_from", ["train", "seen"])
 def test_scaler_never_sees_test_times(scale_from):
     obs = _grid_series(hours=300)
-    options = dict(origin_stride=1.0, history=12.0, horizon=6.0, scaler="minmax", scale_from=scale_from, seed=0)
+    options = dict(origin_stride=1.0, lookback=12.0, horizon=6.0, scaler="minmax", scale_from=scale_from, seed=0)
     dm = ObservationDataModule(obs, **options)
     dm.setup()
     b1, b2 = dm.time_borders[0]
@@ -264,7 +264,7 @@ def test_variable_never_observed_in_the_fitting_split_is_an_error():
 # -- batches --------------------------------------------------------------------------------------------
 def test_batch_layout_matches_brute_force():
     obs = _irregular()
-    dm = ObservationDataModule(obs, origins=[30.0, 60.0], history=25.0, scaler="standard", batch_size=5)
+    dm = ObservationDataModule(obs, origins=[30.0, 60.0], lookback=25.0, scaler="standard", batch_size=5)
     dm.setup()
     for batch in _batches(dm.val_dataloader()):
         assert batch["x_time"].dtype == torch.float32 and batch["x_var"].dtype == torch.int64
@@ -290,7 +290,7 @@ def test_batch_layout_matches_brute_force():
 
 
 def test_collate_of_single_samples_equals_the_vectorised_batch():
-    dm = ObservationDataModule(_irregular(), origins=[45.0], history=20.0, horizon=30.0)
+    dm = ObservationDataModule(_irregular(), origins=[45.0], lookback=20.0, horizon=30.0)
     dm.setup()
     dataset = dm.train_dataset
     indices = [4, 0, 5, 2]
@@ -345,10 +345,10 @@ def test_paths_and_npz_inputs(tmp_path):
         (dict(origins=[24.0], split_fractions=(0.5, 0.5, 0.5)), "split_fractions must be three numbers"),
         (dict(origins=[24.0], scaler="robust"), "`scaler` must be one of"),
         (dict(origins=[24.0], scale_from="test"), "`scale_from` must be one of"),
-        (dict(origins=[24.0], history=-1.0), "history must be a number > 0"),
+        (dict(origins=[24.0], lookback=-1.0), "history must be a number > 0"),
         (dict(origins=[24.0], subsample=1.5), "subsample must be a fraction"),
         (dict(origins=[24.0], batch_size=0), "batch_size must be a positive integer"),
-        (dict(origin_stride=5.0, history=80.0, horizon=30.0, split="time"), "no train samples"),
+        (dict(origin_stride=5.0, lookback=80.0, horizon=30.0, split="time"), "no train samples"),
     ],
 )
 def test_bad_arguments(kwargs, phrase):
@@ -368,12 +368,12 @@ def test_bad_data():
     with pytest.raises(UnknownDatasetError, match="irregular observations"):
         from tsattn.data import registry
 
-        registry.get_spec("physionet2012")
+        registry.get_spec("physionet2012", kind="series")
 
 
 def test_etth1_subsampled_rows_with_rolling_origins(real_file):
     real_file("ETTh1.csv")
-    dm = ObservationDataModule("ETTh1", origin_stride=24.0, history=96.0, horizon=24.0, subsample=0.3,
+    dm = ObservationDataModule("ETTh1", origin_stride=24.0, lookback=96.0, horizon=24.0, subsample=0.3,
                                subsample_seed=0, batch_size=16)
     dm.setup()
     obs = dm.observations

@@ -7,6 +7,7 @@ splitting "HH:MM", duplicates averaged by a groupby).
 """
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 import tarfile
@@ -27,8 +28,9 @@ from tsattn.data import (
     parse_physionet_archives,
     registry,
 )
-from tsattn.data import physionet as physionet_module
+from tsattn.data.io import physionet as physionet_module
 from tsattn.data.__main__ import main as cli_main
+from tsattn.data.files import sha256_of
 
 HEADER = "Time,Parameter,Value\n"
 
@@ -222,16 +224,16 @@ def test_unreadable_cache_file_is_parsed_again(two_records, tmp_path):
 # -- the registry entry ------------------------------------------------------------------------------------
 def test_registered_files_have_the_registered_sha256():
     paths = _real_archives()
-    spec = registry.get_observation_spec("physionet2012")
+    spec = registry.get_spec("physionet2012")
     assert [f.filename for f in spec.files] == ["set-a.tar.gz", "set-b.tar.gz", "set-c.tar.gz"]
     assert all(f.url.startswith("https://physionet.org/files/challenge-2012/1.0.0/") for f in spec.files)
     assert all(f.download_sha256 is None for f in spec.files)  # PhysioNet's own bytes are unknown here
     for file, path in zip(spec.files, paths):
-        assert registry.sha256_of(path) == file.sha256
-    assert registry.resolve_files("PhysioNet") == tuple(paths)  # the sub-folder of TSATTN_DATA_DIR
+        assert sha256_of(path) == file.sha256
+    assert registry.resolve("PhysioNet") == tuple(paths)  # the sub-folder of TSATTN_DATA_DIR
     assert spec.n_variables == 41 and spec.variables == PHYSIONET2012_VARIABLES
     assert "physionet2012" not in registry.list_datasets() and "physionet2012" in registry.list_datasets("all")
-    assert not registry.is_registered("physionet2012") and registry.is_observation_dataset("physionet2012")
+    assert not registry.is_registered("physionet2012", "series") and registry.is_registered("physionet2012", "observations")
 
 
 @pytest.fixture
@@ -241,12 +243,12 @@ def toy_observation_dataset(tmp_path, monkeypatch):
     server.mkdir()
     a = _archive(server / "set-a.tar.gz", {"7.txt": _record(7, "30:00,HR,70")})
     b = _archive(server / "set-b.tar.gz", {"9.txt": _record(9, "30:00,HR,75")}, folder="set-b")
-    real = registry.get_observation_spec("physionet2012")
-    spec = registry.ObservationDatasetSpec(
-        name="toyobs", files=tuple(registry.RemoteFile(p.name, p.as_uri(), None, None) for p in (a, b)),
-        subdir="toyobs", format="physionet2012", n_series=2, variables=real.variables, protocol=real.protocol,
+    real = registry.get_spec("physionet2012")
+    spec = dataclasses.replace(
+        real, name="toyobs", files=tuple(registry.RemoteFile(p.name, p.as_uri(), None, None) for p in (a, b)),
+        subdir="toyobs", cache_subdir="toyobs", n_series=2, aliases=(),
     )
-    monkeypatch.setitem(registry.OBSERVATION_REGISTRY, "toyobs", spec)
+    monkeypatch.setitem(registry.REGISTRY, "toyobs", spec)
     data_dir, cache = tmp_path / "data", tmp_path / "cache"
     data_dir.mkdir()
     monkeypatch.setenv("TSATTN_DATA_DIR", str(data_dir))
@@ -257,30 +259,30 @@ def toy_observation_dataset(tmp_path, monkeypatch):
 def test_absent_files_offline_and_download(toy_observation_dataset, monkeypatch):
     spec, data_dir, cache, (a, b) = toy_observation_dataset
     with pytest.raises(DataFileNotFoundError, match="2 of 2 files absent") as info:
-        registry.resolve_files("toyobs")
+        registry.resolve("toyobs")
     assert "set-a.tar.gz, set-b.tar.gz" in str(info.value) and "fetch toyobs" in str(info.value)
     with pytest.raises(DownloadError, match="downloads are off"):
-        registry.fetch_files("toyobs")  # TSATTN_OFFLINE=1 from the autouse fixture
+        registry.fetch("toyobs")  # TSATTN_OFFLINE=1 from the autouse fixture
     assert _files(cache) == []
     (data_dir / "set-a.tar.gz").write_bytes(a.read_bytes())  # one file directly in TSATTN_DATA_DIR
     monkeypatch.setenv("TSATTN_OFFLINE", "0")
-    with pytest.warns(UserWarning, match="not verified; its sha256 is " + registry.sha256_of(b)):
-        paths = registry.fetch_files("toyobs")
+    with pytest.warns(UserWarning, match="not verified; its sha256 is " + sha256_of(b)):
+        paths = registry.fetch("toyobs")
     assert paths == (data_dir / "set-a.tar.gz", cache / "toyobs" / "set-b.tar.gz")
     assert _files(cache) == ["set-b.tar.gz"]  # no temporary file left
-    assert registry.fetch_files("toyobs") == paths  # found locally the second time
+    assert registry.fetch("toyobs") == paths  # found locally the second time
 
 
 def test_local_file_with_other_bytes_is_used_with_a_warning(toy_observation_dataset, monkeypatch):
     spec, data_dir, cache, (a, b) = toy_observation_dataset
-    pinned = registry.ObservationDatasetSpec(**{**spec.__dict__, "files": tuple(
-        registry.RemoteFile(f.filename, f.url, "0" * 64, None) for f in spec.files)})
-    monkeypatch.setitem(registry.OBSERVATION_REGISTRY, "toyobs", pinned)
+    pinned = dataclasses.replace(spec, files=tuple(registry.RemoteFile(f.filename, f.url, "0" * 64, None)
+                                                   for f in spec.files))
+    monkeypatch.setitem(registry.REGISTRY, "toyobs", pinned)
     for path in (a, b):
         (data_dir / "toyobs").mkdir(exist_ok=True)
         (data_dir / "toyobs" / path.name).write_bytes(path.read_bytes())
     with pytest.warns(UserWarning, match="not the registered 0000"):
-        assert registry.resolve_files("toyobs")[0] == data_dir / "toyobs" / "set-a.tar.gz"
+        assert registry.resolve("toyobs")[0] == data_dir / "toyobs" / "set-a.tar.gz"
 
 
 def test_command_line(toy_observation_dataset, monkeypatch, capsys):
@@ -320,8 +322,8 @@ def test_registered_name_with_a_few_hundred_stays():
     batch = next(iter(dm.val_dataloader()))
     assert (batch["x_time"][batch["x_mask"]] < 0).all() and (batch["x_time"][batch["x_mask"]] >= -24).all()
     assert (batch["y_time"][batch["y_mask"]] >= 0).all() and (batch["origin"] == 24.0).all()
-    with pytest.raises(DataError, match="unknown_descriptors applies to the registered PhysioNet"):
-        ObservationDataModule(dm.observations, origins=[24.0], unknown_descriptors="drop")
+    with pytest.raises(DataError, match="reader_options=.* apply to a registered dataset's format reader"):
+        ObservationDataModule(dm.observations, origins=[24.0], reader_options={"unknown_descriptors": "drop"})
 
 
 # -- the full benchmark (parsed once per session) -----------------------------------------------------------
@@ -381,7 +383,7 @@ def test_full_parse_equals_an_independent_reading(physionet, reference_table):
 
 
 def test_full_protocol_counts_and_scaler(physionet, reference_table):
-    dm = ObservationDataModule(physionet, **registry.get_observation_spec("physionet2012").protocol)
+    dm = ObservationDataModule(physionet, **registry.get_spec("physionet2012").protocol)
     dm.setup()
     counts = dm.sample_counts()
     assert counts["samples"].tolist() == [7200, 2400, 2400] and counts["series"].tolist() == [7200, 2400, 2400]

@@ -50,7 +50,7 @@ def test_weather_ratio_split(weather):
 def test_weather_sentinel_kept_as_published_and_cleanable(weather, real_file):
     """Published reading: -9999 stays a number, so it weighs on the train scaler (OT mean 411.05)."""
     ot = weather.channel_names.index("OT")
-    assert weather.scaler.mean_[ot] == pytest.approx(411.0543, abs=1e-3)
+    assert weather.scaler.offset[ot] == pytest.approx(411.0543, abs=1e-3)
     clean = CSVDataModule("weather", 336, 96, na_values=-9999, missing="ffill")
     table = clean.table
     assert len(table) == 52696 and (table.values != -9999).all()
@@ -58,8 +58,8 @@ def test_weather_sentinel_kept_as_published_and_cleanable(weather, real_file):
     # independently: pandas marks -9999 missing, carries values forward, averages the 36887 train rows
     raw = pd.read_csv(real_file("weather.csv"), na_values=[-9999])
     expected = raw["OT"].ffill().iloc[:36887].mean()
-    assert clean.scaler.mean_[ot] == pytest.approx(expected, rel=1e-12)
-    assert clean.scaler.mean_[ot] == pytest.approx(425.18, abs=0.01)  # the sentinel no longer drags it down
+    assert clean.scaler.offset[ot] == pytest.approx(expected, rel=1e-12)
+    assert clean.scaler.offset[ot] == pytest.approx(425.18, abs=0.01)  # the sentinel no longer drags it down
     assert [len(clean.train_dataset), len(clean.test_dataset)] == [36456, 10444]
 
 
@@ -86,8 +86,8 @@ def test_matches_an_independent_tslib_derivation(etth1, real_file):
     values = raw[raw.columns[1:]].to_numpy()
     scaler = StandardScaler().fit(values[: 12 * 30 * 24])
     data = scaler.transform(values)
-    np.testing.assert_allclose(etth1.scaler.mean_, scaler.mean_)
-    np.testing.assert_allclose(etth1.scaler.scale_, scaler.scale_)
+    np.testing.assert_allclose(etth1.scaler.offset, scaler.mean_)
+    np.testing.assert_allclose(etth1.scaler.scale, scaler.scale_)
     for split, start in (("train", 0), ("val", 8640 - 336), ("test", 11520 - 336)):
         ds = getattr(etth1, f"{split}_dataset")
         for i in (0, 1234, len(ds) - 1):
@@ -132,7 +132,7 @@ def test_s_uses_the_target_only_and_scales_it_alone(real_file):
     dm = CSVDataModule("ETTh1", 96, 24, features="S")
     dm.setup()
     assert dm.channel_names == ["OT"] and dm.target_index == [0]
-    assert dm.scaler.n_features_in_ == 1
+    assert len(dm.scaler) == 1
     item = dm.test_dataset[0]
     assert item["x"].shape == (96, 1) and item["y"].shape == (24, 1)
 

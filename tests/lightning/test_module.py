@@ -29,13 +29,13 @@ def test_original_scale_metrics_use_the_train_scaler(tmp_path, frame, tiny):
     dm.setup()
     module = module_for(dm, tiny)
     out = trainer(tmp_path).test(module, datamodule=dm, verbose=False)[0]
-    scale = float(dm.scaler.scale_[0])
+    scale = float(dm.scaler.scale[0])
     assert out["test_mse_orig"] == pytest.approx(out["test_mse"] * scale**2, rel=1e-4)
     assert out["test_mae_orig"] == pytest.approx(out["test_mae"] * scale, rel=1e-4)
     # and the scaled MSE is the plain mean over every test window, horizon step and channel
     module.eval()
     with torch.no_grad():
-        errs = [(module(b["x"], b["t_x"]) - b["y"]) ** 2 for b in dm.test_dataloader()]
+        errs = [(module(b) - b["y"]) ** 2 for b in dm.test_dataloader()]
     assert out["test_mse"] == pytest.approx(torch.cat(errs).mean().item(), rel=1e-5)
     assert sum(e.shape[0] for e in errs) == len(dm.test_dataset)
 
@@ -45,7 +45,7 @@ def test_ms_features_forecast_only_the_target(tmp_path, frame, tiny):
     module = module_for(dm, tiny)
     assert dm.n_channels_in == 3 and dm.target_index == [2]
     batch = next(iter(dm.train_dataloader()))
-    assert module(batch["x"], batch["t_x"]).shape == (64, 12, 1)
+    assert module(batch).shape == (64, 12, 1)
 
 
 @pytest.mark.parametrize("model", ["patchtst", "decoder"])
@@ -53,7 +53,7 @@ def test_ms_on_a_channel_independent_model_warns_and_ignores_the_other_columns(t
                                                                                 model):
     dm = CSVDataModule(frame, 48, 12, features="MS", target="OT", batch_size=64, seed=0)
     module = module_for(dm, tiny if model == "patchtst" else tiny_decoder, model=model, lr=1e-3)
-    assert module.channel_independent
+    assert module.net.channel_independent
     with pytest.warns(UserWarning, match="features='S'") as record:
         trainer(tmp_path, max_epochs=2, limit_train_batches=2, limit_val_batches=1).fit(module, dm)
     assert sum("channel-independent" in str(w.message) for w in record) == 1  # once per fit, not per epoch
@@ -63,7 +63,7 @@ def test_ms_on_a_channel_independent_model_warns_and_ignores_the_other_columns(t
     x = item["x"][None].repeat(2, 1, 1)
     x[1, :, :2] = 10.0 * torch.randn(48, 2)  # other columns: new values (the target column, last, unchanged)
     with torch.no_grad():
-        out = module(x, item["t_x"][None].repeat(2, 1))                     # [2, 12, 1]
+        out = module({"x": x, "t_x": item["t_x"][None].repeat(2, 1)})                     # [2, 12, 1]
         full = module.net(x, item["t_x"][None].repeat(2, 1))               # [2, 12, 3]: every channel's forecast
     assert not torch.allclose(full[0, :, :2], full[1, :, :2], atol=1e-3)  # the other channels' forecasts moved
     # the target rows of the batch are computed independently of the others: equal up to fp32 rounding

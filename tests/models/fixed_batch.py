@@ -55,7 +55,7 @@ def measure(model: str, attention: str, sink: str, rope: bool) -> dict[str, floa
     grad_norm = torch.sqrt(sum(p.grad.double().square().sum() for p in module.parameters() if p.grad is not None))
     module.eval()
     with torch.no_grad():
-        eval_loss = torch.nn.functional.mse_loss(module(batch["x"], batch["t_x"]), batch["y"])
+        eval_loss = torch.nn.functional.mse_loss(module(batch), batch["y"])
     return {"loss": float(loss), "grad_norm": float(grad_norm), "eval_loss": float(eval_loss)}
 
 

@@ -5,10 +5,10 @@ import itertools
 import pytest
 import torch
 
-from tsattn.models import MODELS, PatchDecoder, input_kind
+from tsattn.models import MODELS, PatchDecoder, model_task
 from tsattn.nn import ATTENTIONS, SINKS, MultiHeadAttention
 
-WINDOW_MODELS = sorted(n for n in MODELS if input_kind(MODELS[n]) == "window")  # window in, forecast out
+WINDOW_MODELS = sorted(n for n in MODELS if model_task(n) == "window")  # window in, forecast out
 
 C, L, H, P = 2, 44, 10, 8          # L % P = 4: the decoder drops the 4 oldest rows
 

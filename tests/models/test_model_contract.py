@@ -6,10 +6,10 @@ import typing
 import pytest
 import torch
 
-from tsattn.models import MODELS, IrregularTransformer, PatchDecoder, PatchTST, get_model_class, input_kind
+from tsattn.models import MODELS, IrregularTransformer, PatchDecoder, PatchTST, get_model_class, model_task
 from tsattn.nn import ATTENTIONS, SINKS, MultiHeadAttention, set_attention
 
-WINDOW_MODELS = sorted(n for n in MODELS if input_kind(MODELS[n]) == "window")  # window in, forecast out
+WINDOW_MODELS = sorted(n for n in MODELS if model_task(n) == "window")  # window in, forecast out
 
 C, L, H = 3, 48, 12
 SMALL = {
@@ -37,7 +37,7 @@ def irregular_times(batch=2, length=L, seed=1):
 
 def test_registry():
     assert MODELS == {"patchtst": PatchTST, "decoder": PatchDecoder, "irregular": IrregularTransformer}
-    assert [n for n in MODELS if input_kind(MODELS[n]) == "observations"] == ["irregular"]
+    assert [n for n in MODELS if model_task(n) == "observations"] == ["irregular"]
     assert get_model_class("patchtst") is PatchTST
     with pytest.raises(ValueError, match="decoder.*patchtst"):
         get_model_class("transformer")

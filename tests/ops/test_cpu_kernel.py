@@ -77,8 +77,10 @@ def assert_matches(got, ref, tol):
         # is then a difference of O(1) terms whose rounding (1e-7..2e-7 absolute in fp32 for these
         # O(1) inputs, the same in the torch path) is all that is left. Errors are measured against
         # max(|ref|, floor): 0.1 (so 1e-6 absolute at the fp32 tolerance), and 1 for dt, whose
-        # gradient is a difference of terms of size |dO| |v| / dt ~ 1.
-        err = rel_err(g, grads_ref[name], floor=1.0 if name == "dt" else 0.1)
+        # gradient is a difference of terms of size |dO| |v| / dt ~ 1. Those terms are sums over the Dv
+        # value components, so their rounding grows with Dv: the floors scale with Dv / 8 beyond Dv = 8.
+        size = max(1.0, out_ref.shape[-1] / 8)
+        err = rel_err(g, grads_ref[name], floor=(1.0 if name == "dt" else 0.1) * size)
         assert err <= tol, (name, err)
 
 
@@ -467,7 +469,7 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(
     b=st.integers(1, 2), h=st.integers(1, 3), n=st.integers(1, 70), d=st.integers(1, 20), dv=st.integers(1, 20),
     causal=st.booleans(), sink=st.sampled_from(["zeros", "given", "first"]), irregular=st.booleans(),

@@ -1,45 +1,45 @@
-"""tsattn.data: CSV / DataFrame -> validated series -> benchmark splits -> scaled windows.
+"""tsattn.data: tables and registered datasets -> validated series or observation sets -> batches.
 
-Data flows one way: this package knows nothing of models. The pieces, in pipeline order:
+Data flows one way: this package knows nothing of models. The layout:
 
-- ``read_series`` (csv.py): read + validate a CSV or DataFrame; knot times per row.
-- ``select_channels`` (channels.py): the ``"M"`` / ``"S"`` / ``"MS"`` feature modes.
-- ``split_borders`` (splits.py): the Time-Series-Library train / val / test borders.
-- ``fit_scaler`` (scaling.py): ``StandardScaler`` fit on the train segment only.
-- ``calendar_features`` (calendar.py): timeF calendar features in [-0.5, 0.5].
-- ``WindowDataset`` (windows.py): lazy stride-1 windows as dicts of tensors.
-- ``registry``: the benchmark datasets (file, URL, sha256, protocol) and where to find them.
-- ``CSVDataModule`` (datamodule.py): all of the above as a LightningDataModule.
-
-Irregular series (each variable observed at its own times; nothing is imputed):
-
-- ``ObservationSet`` / ``read_observations`` (observations.py): long or wide tables -> observations
-  in a CSR layout (series -> time, variable, value).
-- ``load_physionet2012`` (physionet.py): the PhysioNet 2012 archives, parsed once and cached.
-- ``fixed_origin_samples`` / ``rolling_origin_samples`` / ``split_series`` (forecast_samples.py):
-  forecasting samples (series, origin) and their split by series or by time.
-- ``fit_variable_scaler`` (variable_scaling.py): per-variable min-max / standard scaling.
-- ``ObservationDataModule`` (observation_datamodule.py): all of that as a LightningDataModule
-  yielding padded, masked batches.
+- ``io/``: reading. ``table`` (the core every reader shares: the table, its time column, timestamps
+  and value columns), ``series`` (``read_series``: a regular series), ``observation_table``
+  (``read_observations``: irregular observations from a long or wide table), ``readers`` (readers of
+  registered observation formats by name), ``physionet`` (the ``"physionet2012"`` format).
+- ``windows/``: the window task (a regular grid of rows): ``splits`` (the benchmark borders),
+  ``channels`` (``"M"`` / ``"S"`` / ``"MS"``), ``calendar``, ``dataset`` (``WindowDataset``) and
+  ``CSVDataModule``.
+- ``observations/``: the observation task (each variable at its own times): ``ObservationSet``,
+  ``samples`` (forecast origins and splits), ``dataset`` (training samples, inference queries),
+  ``requests`` (forecast requests and result tables) and ``ObservationDataModule``.
+- ``base`` (``ForecastDataModule``: sources, table options, loaders, the fitted-pipeline record),
+  ``scaling`` (one ``Scaler`` for both tasks), ``registry`` (one dataset spec, one resolve / fetch
+  path), ``files`` (data folder, cache, checksums, downloads), ``validation``, ``errors``.
 """
 from . import registry
-from .calendar import calendar_feature_names, calendar_features
-from .channels import FEATURE_MODES, ChannelSelection, select_channels
-from .csv import SeriesTable, infer_freq, read_series
-from .datamodule import CSVDataModule
-from .errors import ChecksumError, DataError, DataFileNotFoundError, DownloadError, UnknownDatasetError
-from .forecast_samples import ForecastSamples, fixed_origin_samples, rolling_origin_samples, split_series
-from .observation_datamodule import ForecastSampleDataset, ObservationDataModule, collate_forecast_samples
-from .observations import ObservationSet, read_observations
-from .physionet import PHYSIONET2012_VARIABLES, load_physionet2012, parse_physionet_archives
-from .scaling import fit_scaler, inverse_transform_channels
-from .splits import SPLIT_PROTOCOLS, SPLITS, SplitBorders, split_borders
-from .variable_scaling import VariableScaler, fit_variable_scaler
-from .windows import WindowDataset
+from .base import ForecastDataModule
+from .errors import ChecksumError, DataError, DataFileNotFoundError, DataWarning, DownloadError, UnknownDatasetError
+from .io import SeriesTable, get_reader, read_observations, read_series, register_reader
+from .io.physionet import PHYSIONET2012_VARIABLES, load_physionet2012, parse_physionet_archives, read_physionet2012
+from .io.series import infer_freq
+from .observations.dataset import ForecastSampleDataset, QueryBatches, collate_forecast_samples
+from .observations.datamodule import ObservationDataModule
+from .observations.observation_set import ObservationSet
+from .observations.samples import ForecastSamples, fixed_origin_samples, rolling_origin_samples, split_series
+from .scaling import SCALER_KINDS, Scaler, fit_grid_scaler, fit_observation_scaler
+from .validation import SPLITS
+from .windows.calendar import calendar_feature_names, calendar_features
+from .windows.channels import FEATURE_MODES, ChannelSelection, select_channels
+from .windows.dataset import WindowDataset
+from .windows.datamodule import CSVDataModule
+from .windows.splits import SPLIT_PROTOCOLS, SplitBorders, split_borders
+
+VariableScaler = Scaler  # the name of tsattn 0.1's per-variable scaler
 
 __all__ = [
     "FEATURE_MODES",
     "PHYSIONET2012_VARIABLES",
+    "SCALER_KINDS",
     "SPLITS",
     "SPLIT_PROTOCOLS",
     "CSVDataModule",
@@ -47,11 +47,15 @@ __all__ = [
     "ChecksumError",
     "DataError",
     "DataFileNotFoundError",
+    "DataWarning",
     "DownloadError",
+    "ForecastDataModule",
     "ForecastSampleDataset",
     "ForecastSamples",
     "ObservationDataModule",
     "ObservationSet",
+    "QueryBatches",
+    "Scaler",
     "SeriesTable",
     "SplitBorders",
     "UnknownDatasetError",
@@ -60,15 +64,17 @@ __all__ = [
     "calendar_feature_names",
     "calendar_features",
     "collate_forecast_samples",
-    "fit_scaler",
-    "fit_variable_scaler",
+    "fit_grid_scaler",
+    "fit_observation_scaler",
     "fixed_origin_samples",
+    "get_reader",
     "infer_freq",
-    "inverse_transform_channels",
     "load_physionet2012",
     "parse_physionet_archives",
     "read_observations",
+    "read_physionet2012",
     "read_series",
+    "register_reader",
     "registry",
     "rolling_origin_samples",
     "select_channels",

@@ -10,6 +10,7 @@ from typing import Optional, Sequence
 
 from . import registry
 from .errors import DataError
+from .files import cache_dir, data_dir, offline
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -22,30 +23,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "list":
-            for name in registry.list_datasets():
+            for name in registry.list_datasets("all"):
                 spec = registry.get_spec(name)
-                path = registry.find_local(spec)
-                where = str(path) if path else "not local"
-                print(f"{name:18s} {spec.split:11s} {spec.freq:6s} {spec.n_channels:4d} ch  {where}")
-            for name in registry.list_datasets("observations"):
-                obs_spec = registry.get_observation_spec(name)
-                found = [p for p in registry.find_local_files(obs_spec) if p is not None]
+                found = [p for p in registry.find_local(spec) if p is not None]
+                if spec.kind == "series":
+                    where = str(found[0]) if found else "not local"
+                    print(f"{name:18s} {spec.split:11s} {spec.freq:6s} {spec.n_channels:4d} ch  {where}")
+                    continue
                 folders = sorted({str(p.parent) for p in found})
-                where = (
-                    "not local" if not found
-                    else f"{len(found)} of {len(obs_spec.files)} files in {', '.join(folders)}"
-                )
-                kind = f"by {obs_spec.protocol.get('split', '?')}"
-                print(f"{name:18s} {kind:11s} {'irreg':6s} {obs_spec.n_variables:4d} var {where}")
-            print(f"TSATTN_DATA_DIR={registry.data_dir()}  cache={registry.cache_dir()}  offline={registry.offline()}")
+                where = "not local" if not found else f"{len(found)} of {len(spec.files)} files in {', '.join(folders)}"
+                kind = f"by {spec.protocol.get('split', '?')}"
+                print(f"{name:18s} {kind:11s} {'irreg':6s} {spec.n_variables:4d} var {where}")
+            print(f"TSATTN_DATA_DIR={data_dir()}  cache={cache_dir()}  offline={offline()}")
         else:
             for name in args.names:
-                download = args.command == "fetch"
-                if registry.is_observation_dataset(name):
-                    for path in registry.resolve_files(name, download_missing=download):
-                        print(path)
-                else:
-                    print(registry.resolve(name, download_missing=download))
+                for path in registry.resolve(name, download_missing=args.command == "fetch"):
+                    print(path)
     except DataError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -1,8 +1,10 @@
-"""Forecasting models: a window [B, L, C] (+ knot times [B, L]) -> a forecast [B, H, C] (PatchTST, the
-patch decoder), or irregular observation sets -> forecasts at query (time, variable) points."""
+"""Forecasting models, each registered with its task (``registry``): a window [B, L, C] (+ knot times
+[B, L]) -> a forecast [B, H, C] (PatchTST, the patch decoder), or irregular observation sets ->
+forecasts at query (time, variable) points (the irregular transformer)."""
 from .decoder import PatchDecoder
 from .irregular import IrregularTransformer
 from .patchtst import PatchTST
-from .registry import MODELS, get_model_class, input_kind
+from .registry import MODELS, get_model_class, model_task, register_model
 
-__all__ = ["MODELS", "IrregularTransformer", "PatchDecoder", "PatchTST", "get_model_class", "input_kind"]
+__all__ = ["MODELS", "IrregularTransformer", "PatchDecoder", "PatchTST", "get_model_class", "model_task",
+           "register_model"]

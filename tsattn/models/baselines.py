@@ -40,8 +40,6 @@ class VariableMean(nn.Module):
         n_variables: V.
     """
 
-    input_kind = "observations"
-
     def __init__(self, n_variables: int) -> None:
         super().__init__()
         self.n_variables = n_variables

@@ -23,12 +23,13 @@ Times: positions are patch start times relative to the first kept patch, divided
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Union
 
 import torch
 from torch import Tensor, nn
 
 from ..nn import Dropout, FeedForward, MultiHeadAttention, RevIN, causal_patch_statistics
+from .registry import register_model
 from .patchtst import check_window, patch_positions
 
 
@@ -75,6 +76,7 @@ class DecoderBlock(nn.Module):
         return x
 
 
+@register_model("decoder", task="window")
 class PatchDecoder(nn.Module):
     """Causal decoder-only patch forecaster: window [B, L, C] (+ times [B, L]) -> forecast [B, H, C].
 
@@ -199,3 +201,10 @@ class PatchDecoder(nn.Module):
         series = torch.cat([x[:, self.first_row + self.patch_len:], y], dim=1)  # [B, (n-1)P + H, C]
         windows = series.unfold(1, self.horizon, self.patch_len)     # [B, n, C, H]
         return windows.transpose(-1, -2)                             # [B, n, H, C]
+
+    def training_pairs(self, x: Tensor, t_x: Optional[Tensor], y: Tensor,
+                       index: Union[list[int], slice]) -> tuple[Tensor, Tensor]:
+        """What the training loss compares: every token's forecast of the output channels ``index``
+        and its targets, [B, n_tokens, H, C_out] each (a causal decoder learns from every token)."""
+        tokens = self.forward_tokens(x, t_x)                             # [B, n, H, C_in]
+        return tokens[..., index], self.token_targets(x[..., index], y)  # [B, n, H, C_out] each

@@ -48,6 +48,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..nn import Dropout, FeedForward, MultiHeadAttention
+from .registry import register_model
 
 __all__ = ["IrregularTransformer"]
 
@@ -169,6 +170,7 @@ class TimeFeatures(nn.Module):
         return self.out(torch.cat([self.linear(t), torch.sin(self.periodic(t))], dim=-1))
 
 
+@register_model("irregular", task="observations")
 class IrregularTransformer(nn.Module):
     """Forecasts observations of irregular multivariate series at requested (time, variable) points.
 
@@ -203,8 +205,6 @@ class IrregularTransformer(nn.Module):
             Persistence is a strong forecast for slowly moving variables (vital signs, lab values)
             and this keeps it within reach of the model from the first step.
     """
-
-    input_kind = "observations"
 
     def __init__(
         self,

@@ -31,13 +31,14 @@ eval mode uses running statistics (samples independent).
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Union
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..nn import BatchNormTokens, Dropout, FeedForward, MultiHeadAttention, RevIN
+from .registry import register_model
 
 
 def check_window(x: Tensor, t_x: Optional[Tensor], n_channels: int, lookback: int) -> None:
@@ -109,6 +110,7 @@ class PatchTSTEncoderLayer(nn.Module):
         return x
 
 
+@register_model("patchtst", task="window")
 class PatchTST(nn.Module):
     """PatchTST forecaster: window [B, L, C] (+ knot times [B, L]) -> forecast [B, H, C].
 
@@ -228,3 +230,9 @@ class PatchTST(nn.Module):
         if self.revin is not None:
             y = self.revin.denormalize(y, mean, std)
         return y
+
+    def training_pairs(self, x: Tensor, t_x: Optional[Tensor], y: Tensor,
+                       index: Union[list[int], slice]) -> tuple[Tensor, Tensor]:
+        """What the training loss compares: the forecast's output channels ``index`` [B, H, C_out] and
+        the targets ``y`` [B, H, C_out]."""
+        return self(x, t_x)[..., index], y

@@ -1,23 +1,53 @@
-"""Model registry: the names the CLI, the API and save/load use for the model classes."""
+"""Model registry: the names the CLI, the estimator and save / load use, each with its task.
+
+A model registers itself next to its class::
+
+    @register_model("patchtst", task="window")
+    class PatchTST(nn.Module): ...
+
+``task`` says what the model reads and what the rest of the package does with it (``tsattn.tasks``):
+
+- ``"window"``: a regular window ``forward(x [B, L, C], t_x [B, L] | None) -> [B, H, C]``, built as
+  ``cls(n_channels, lookback, horizon, attention=, sink=, rope=, **model_kwargs)``; the class says
+  whether it is ``channel_independent`` and gives ``training_pairs(x, t_x, y, index)`` (the
+  predictions and targets its loss compares);
+- ``"observations"``: irregular observation sets ``forward(x_time, x_var, x_value, x_mask, y_time,
+  y_var, y_mask) -> [B, Ny]``, built as ``cls(n_variables, attention=, sink=, rope=, **model_kwargs)``.
+
+``tsattn.tasks.WindowModel`` / ``ObservationModel`` write these contracts down as protocols.
+"""
 from __future__ import annotations
+
+from typing import Callable, TypeVar, Union
 
 from torch import nn
 
-from .decoder import PatchDecoder
-from .irregular import IrregularTransformer
-from .patchtst import PatchTST
+__all__ = ["MODELS", "TASKS", "get_model_class", "model_task", "register_model", "unregister_model"]
 
-MODELS: dict[str, type[nn.Module]] = {
-    "patchtst": PatchTST,
-    "decoder": PatchDecoder,
-    "irregular": IrregularTransformer,
-}
+TASKS = ("window", "observations")
+MODELS: dict[str, type[nn.Module]] = {}
+
+M = TypeVar("M", bound=type)
 
 
-def input_kind(cls: type[nn.Module]) -> str:
-    """What a model reads: "window" (a grid window [B, L, C] + knot times) or "observations"
-    (irregular observation sets, see ``IrregularTransformer.forward``)."""
-    return getattr(cls, "input_kind", "window")
+def register_model(name: str, *, task: str) -> Callable[[M], M]:
+    """Register the decorated class as the model ``name`` of ``task`` (``"window"`` or ``"observations"``)."""
+    if task not in TASKS:
+        raise ValueError(f"task must be one of {TASKS}; got {task!r}")
+
+    def register(cls: M) -> M:
+        if name in MODELS and MODELS[name] is not cls:
+            raise ValueError(f"a model named {name!r} is registered already ({MODELS[name].__name__})")
+        cls.task = task
+        MODELS[name] = cls
+        return cls
+
+    return register
+
+
+def unregister_model(name: str) -> None:
+    """Remove the model ``name`` (e.g. one a test registered)."""
+    MODELS.pop(name, None)
 
 
 def get_model_class(name: str) -> type[nn.Module]:
@@ -26,3 +56,12 @@ def get_model_class(name: str) -> type[nn.Module]:
         return MODELS[name]
     except KeyError:
         raise ValueError(f"unknown model {name!r}; known models: {sorted(MODELS)}") from None
+
+
+def model_task(model: Union[str, type[nn.Module]]) -> str:
+    """The task of a registered model (its name or class): ``"window"`` or ``"observations"``."""
+    cls = get_model_class(model) if isinstance(model, str) else model
+    task = getattr(cls, "task", None)
+    if task not in TASKS:
+        raise ValueError(f"{cls.__name__} is not a registered model (register it with @register_model(name, task=...))")
+    return task

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Sequence, Union
 
-from .errors import DataError
+from ..errors import DataError
 
 __all__ = ["DEFAULT_TARGET", "FEATURE_MODES", "ChannelSelection", "select_channels"]
 

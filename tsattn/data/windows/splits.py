@@ -11,17 +11,14 @@ windows at stride 1, and all of them are kept (no drop-last).
 """
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
 
-import numpy as np
+from ..errors import DataError
+from ..validation import SPLITS, check_positive_int
 
-from .errors import DataError
-
-__all__ = ["SPLIT_PROTOCOLS", "SPLITS", "SplitBorders", "check_positive_int", "check_protocol", "split_borders"]
+__all__ = ["SPLIT_PROTOCOLS", "SPLITS", "SplitBorders", "check_protocol", "split_borders"]
 
 SPLIT_PROTOCOLS = ("ett-hour", "ett-minute", "ratio")
-SPLITS = ("train", "val", "test")
 _MONTH_HOURS = 30 * 24
 
 
@@ -64,18 +61,6 @@ def _split_position(split: str) -> int:
     if split not in SPLITS:
         raise DataError(f"split must be one of {SPLITS}; got {split!r}")
     return SPLITS.index(split)
-
-
-def check_positive_int(name: str, value) -> int:
-    """``value`` as a Python int >= 1: ints and NumPy integers pass; bools, floats and strings do not."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise DataError(
-            f"{name} must be a positive integer; got {value!r} of type {type(value).__name__}: "
-            f"pass an int such as {name}=96"
-        )
-    if value <= 0:
-        raise DataError(f"{name} must be a positive integer (>= 1); got {value}: pass e.g. {name}=96")
-    return int(value)
 
 
 def check_protocol(split: str) -> str:

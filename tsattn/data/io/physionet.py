@@ -1,4 +1,5 @@
-"""PhysioNet/CinC Challenge 2012 records -> one ``ObservationSet``, parsed once and cached.
+"""The ``"physionet2012"`` format: PhysioNet/CinC Challenge 2012 records -> one ``ObservationSet``,
+parsed once and cached (``read_physionet2012``, registered as this format's reader).
 
 Each archive (``set-a.tar.gz``, ``set-b.tar.gz``, ``set-c.tar.gz``) holds one text file per ICU stay,
 ``<RecordID>.txt``: a ``Time,Parameter,Value`` header, then one observation per line,
@@ -25,8 +26,9 @@ Anything else unexpected is handled by an explicit rule, and counted in ``read_c
   the archive, member and line.
 
 All lines of all records are parsed in one pandas C-parser pass over the concatenated bytes.
-``load_physionet2012`` caches the result as an ``.npz`` in the user cache, keyed by the archives'
-sha256 and the parse options, written atomically.
+``read_physionet2012`` caches the result as an ``.npz`` in the user cache, keyed by the archives'
+sha256 and the parse options, written atomically. The reader's options (``unknown_descriptors``,
+``cache``) reach it from a data module through ``reader_options``; they are this format's only.
 """
 from __future__ import annotations
 
@@ -43,11 +45,11 @@ from typing import Optional, Sequence, Union
 import numpy as np
 import pandas as pd
 
-from . import registry
-from .csv import _check_choice
-from .errors import DataError, DataFileNotFoundError
-from .observations import ObservationSet, assemble_observations
-from .registry import PHYSIONET2012_VARIABLES
+from ..errors import DataError, DataFileNotFoundError
+from ..files import cache_dir, sha256_of
+from ..observations.observation_set import ObservationSet, assemble_observations
+from ..validation import SHOW, check_choice
+from .readers import register_reader
 
 __all__ = [
     "DESCRIPTORS",
@@ -55,13 +57,21 @@ __all__ = [
     "UNKNOWN_DESCRIPTOR_POLICIES",
     "load_physionet2012",
     "parse_physionet_archives",
+    "read_physionet2012",
 ]
+
+# The 41 variables of the PhysioNet 2012 forecasting benchmark, in its order (descriptors first).
+PHYSIONET2012_VARIABLES = (
+    "Age", "Gender", "Height", "ICUType", "Weight", "Albumin", "ALP", "ALT", "AST", "Bilirubin", "BUN",
+    "Cholesterol", "Creatinine", "DiasABP", "FiO2", "GCS", "Glucose", "HCO3", "HCT", "HR", "K", "Lactate",
+    "Mg", "MAP", "MechVent", "Na", "NIDiasABP", "NIMAP", "NISysABP", "PaCO2", "PaO2", "pH", "Platelets",
+    "RespRate", "SaO2", "SysABP", "Temp", "TroponinI", "TroponinT", "Urine", "WBC",
+)
 
 DESCRIPTORS = ("Age", "Gender", "Height", "ICUType", "Weight")
 UNKNOWN_DESCRIPTOR_POLICIES = ("keep", "drop")
 _HEADER = b"Time,Parameter,Value"
 _PARSE_VERSION = 1  # bump when the parse rules change: cached sets of older versions are not reused
-_SHOW = 3
 
 
 class _Records:
@@ -167,35 +177,9 @@ def _diagnose(records: _Records, blob: bytes) -> DataError:
     return DataError("the PhysioNet records could not be parsed, but no malformed line was found; check the archives")
 
 
-def parse_physionet_archives(
-    paths: Sequence[Union[str, os.PathLike]],
-    *,
-    unknown_descriptors: str = "keep",
-    max_series: Optional[int] = None,
-) -> ObservationSet:
-    """Parse PhysioNet 2012 challenge archives into one ``ObservationSet`` (no cache; see
-    ``load_physionet2012``).
-
-    Args:
-        paths: the ``.tar.gz`` archives, read in this order.
-        unknown_descriptors: ``"keep"`` (the benchmark's reading) keeps the descriptors' ``-1``
-            ("unknown") as values; ``"drop"`` leaves those observations out.
-        max_series: read only the first this many records (in archive order), e.g. for quick tests.
-
-    Returns:
-        an ``ObservationSet`` of the stays, ordered by RecordID (``series_ids``, int64); time in
-        hours since admission (numbers: ``time_unit`` and ``origins`` are None); the 41
-        variables; ``read_counts`` records what the rules of the module docstring did.
-
-    Raises:
-        DataError naming the archive, member and line of anything malformed.
-    """
-    _check_choice("unknown_descriptors", unknown_descriptors, UNKNOWN_DESCRIPTOR_POLICIES)
-    if max_series is not None and (isinstance(max_series, bool) or not isinstance(max_series, int) or max_series < 1):
-        raise DataError(f"max_series must be a positive integer or None; got {max_series!r}")
-    paths = [Path(p).expanduser() for p in ([paths] if isinstance(paths, (str, os.PathLike)) else paths)]
-    records = _read_archives(paths, max_series)
-    lines = np.asarray(records.line_counts, dtype=np.int64)  # [S]
+def _parse_lines(records: _Records, lines: np.ndarray) -> tuple[np.ndarray, np.ndarray, pd.Series, np.ndarray]:
+    """Every line of every record -> (hours [L], minutes [L], parameter [L] (categorical), value [L]),
+    in one pass of pandas' C parser over the concatenated bytes."""
     blob = b"".join(records.bodies)
     if blob.startswith(b"-") or b"\n-" in blob:  # "-00:30" would parse as hour 0: look before parsing
         i = 0 if blob.startswith(b"-") else blob[: blob.index(b"\n-") + 1].count(b"\n")
@@ -233,9 +217,12 @@ def parse_physionet_archives(
     if not np.isfinite(value).all():
         i = int(np.flatnonzero(~np.isfinite(value))[0])
         raise DataError(f"{records.where(i)}: value {value[i]!r} is not a finite number; fix or remove that line")
+    return hours, minutes, table["parameter"], value
 
-    # -- parameters -> variable index (-1 RecordID, -2 empty name, -3 unknown) ------------------------------
-    categories = [str(c) for c in table["parameter"].cat.categories]
+
+def _variable_codes(parameter: pd.Series, records: _Records) -> np.ndarray:
+    """Parameter names [L] -> variable index (-1 RecordID, -2 empty name); an unknown name is an error."""
+    categories = [str(c) for c in parameter.cat.categories]
     lookup = np.array(
         [
             PHYSIONET2012_VARIABLES.index(c) if c in PHYSIONET2012_VARIABLES
@@ -244,19 +231,22 @@ def parse_physionet_archives(
         ] or [-3],
         dtype=np.int64,
     )
-    variable = lookup[table["parameter"].cat.codes.to_numpy()]  # [L]
-    stay = np.repeat(np.arange(len(lines), dtype=np.int64), lines)  # [L]
+    variable = lookup[parameter.cat.codes.to_numpy()]  # [L]
     unknown = variable == -3
     if unknown.any():
-        names = pd.Series(table["parameter"].to_numpy()[unknown]).value_counts()
+        names = pd.Series(parameter.to_numpy()[unknown]).value_counts()
         raise DataError(
             f"unknown parameter name(s) {dict(names.head(10))} (first at {records.where(int(np.flatnonzero(unknown)[0]))}); "
             f"the PhysioNet 2012 variables are {list(PHYSIONET2012_VARIABLES)} and RecordID: check the archive"
         )
+    return variable
 
-    # -- RecordID: exactly one per record, the id ----------------------------------------------------------
-    is_id = variable == -1
-    per_stay = np.bincount(stay[is_id], minlength=len(lines))
+
+def _record_ids(is_id: np.ndarray, stay: np.ndarray, value: np.ndarray, records: _Records,
+                n_stays: int) -> tuple[np.ndarray, np.ndarray]:
+    """(the RecordIDs sorted [S], each stay's rank among them [S]): exactly one integer RecordID line
+    per record, matching its file name, none repeated."""
+    per_stay = np.bincount(stay[is_id], minlength=n_stays)
     if np.any(per_stay != 1):
         k = int(np.flatnonzero(per_stay != 1)[0])
         raise DataError(
@@ -282,8 +272,44 @@ def parse_physionet_archives(
         raise DataError(f"RecordID {rid} occurs in several records {clash}; read each record once")
     rank = np.empty_like(order)
     rank[order] = np.arange(len(order))
+    return sorted_ids, rank
 
-    # -- the observations ----------------------------------------------------------------------------------
+
+def parse_physionet_archives(
+    paths: Sequence[Union[str, os.PathLike]],
+    *,
+    unknown_descriptors: str = "keep",
+    max_series: Optional[int] = None,
+) -> ObservationSet:
+    """Parse PhysioNet 2012 challenge archives into one ``ObservationSet`` (no cache; see
+    ``read_physionet2012``).
+
+    Args:
+        paths: the ``.tar.gz`` archives, read in this order.
+        unknown_descriptors: ``"keep"`` (the benchmark's reading) keeps the descriptors' ``-1``
+            ("unknown") as values; ``"drop"`` leaves those observations out.
+        max_series: read only the first this many records (in archive order), e.g. for quick tests.
+
+    Returns:
+        an ``ObservationSet`` of the stays, ordered by RecordID (``series_ids``, int64); time in
+        hours since admission (numbers: ``time_unit`` and ``origins`` are None); the 41
+        variables; ``read_counts`` records what the rules of the module docstring did.
+
+    Raises:
+        DataError naming the archive, member and line of anything malformed.
+    """
+    check_choice("unknown_descriptors", unknown_descriptors, UNKNOWN_DESCRIPTOR_POLICIES)
+    if max_series is not None and (isinstance(max_series, bool) or not isinstance(max_series, int) or max_series < 1):
+        raise DataError(f"max_series must be a positive integer or None; got {max_series!r}")
+    paths = [Path(p).expanduser() for p in ([paths] if isinstance(paths, (str, os.PathLike)) else paths)]
+    records = _read_archives(paths, max_series)
+    lines = np.asarray(records.line_counts, dtype=np.int64)  # [S]
+    hours, minutes, parameter, value = _parse_lines(records, lines)
+    variable = _variable_codes(parameter, records)
+    stay = np.repeat(np.arange(len(lines), dtype=np.int64), lines)  # [L]
+    is_id = variable == -1
+    sorted_ids, rank = _record_ids(is_id, stay, value, records, len(lines))
+
     empty_name = variable == -2
     keep = variable >= 0
     time = (hours * 60 + minutes) / 60.0  # hours since admission, minutes / 60, no rounding
@@ -308,15 +334,8 @@ def parse_physionet_archives(
     counts["duplicates_merged"] = merged
     counts["observations"] = len(value)
     return ObservationSet(
-        series_ids=sorted_ids,
-        offsets=offsets,
-        time=time,
-        variable=variable,
-        value=value,
-        variables=PHYSIONET2012_VARIABLES,
-        time_unit=None,
-        origins=None,
-        source=", ".join(str(p) for p in paths),
+        series_ids=sorted_ids, offsets=offsets, time=time, variable=variable, value=value,
+        variables=PHYSIONET2012_VARIABLES, time_unit=None, origins=None, source=", ".join(str(p) for p in paths),
         read_counts=counts,
     )
 
@@ -324,8 +343,55 @@ def parse_physionet_archives(
 def _cache_key(paths: Sequence[Path], unknown_descriptors: str, max_series: Optional[int]) -> str:
     digest = hashlib.sha256(f"physionet2012 parse v{_PARSE_VERSION}|{unknown_descriptors}|{max_series}".encode())
     for path in paths:
-        digest.update(registry.sha256_of(path).encode())
+        digest.update(sha256_of(path).encode())
     return digest.hexdigest()
+
+
+@register_reader("physionet2012")
+def read_physionet2012(
+    paths: Sequence[Union[str, os.PathLike]],
+    *,
+    max_series: Optional[int] = None,
+    unknown_descriptors: str = "keep",
+    cache: bool = True,
+    cache_folder: Optional[Union[str, os.PathLike]] = None,
+) -> ObservationSet:
+    """The reader of the ``"physionet2012"`` format: the archives' stays, parsed once and then read
+    from a cache.
+
+    Args:
+        paths: the ``set-a/b/c.tar.gz`` archives.
+        max_series: parse only the first this many records (archive order).
+        unknown_descriptors: ``"keep"`` (default, the benchmark's reading) or ``"drop"`` the
+            descriptors' -1 ("unknown").
+        cache: read / write the parsed set in the cache.
+        cache_folder: where parsed sets are kept; default ``<user cache>/physionet2012``.
+
+    The cache file is ``parsed-<key>.npz``, the key a sha256 over the archives' sha256, the parse
+    options and the parse rules' version: changed archives or rules are parsed again. It is written
+    to a temporary file and renamed; an unreadable cache file is parsed again and replaced.
+    """
+    paths = [Path(p).expanduser() for p in ([paths] if isinstance(paths, (str, os.PathLike)) else paths)]
+    check_choice("unknown_descriptors", unknown_descriptors, UNKNOWN_DESCRIPTOR_POLICIES)
+    for path in paths:
+        if not path.is_file():
+            raise DataFileNotFoundError(f"PhysioNet archive not found: {str(path)!r}; check the path")
+    source = ", ".join(str(p) for p in paths)
+    target = None
+    if cache:
+        folder = Path(cache_folder).expanduser() if cache_folder is not None else cache_dir() / "physionet2012"
+        target = folder / f"parsed-{_cache_key(paths, unknown_descriptors, max_series)[:24]}.npz"
+        if target.is_file():
+            try:
+                cached = ObservationSet.load_npz(target)
+            except DataError as exc:
+                warnings.warn(f"{exc}; parsing the archives again", UserWarning, stacklevel=2)
+            else:
+                return cached if cached.source == source else _with_source(cached, source)
+    observations = parse_physionet_archives(paths, unknown_descriptors=unknown_descriptors, max_series=max_series)
+    if target is not None:
+        observations.save_npz(target)
+    return observations
 
 
 def load_physionet2012(
@@ -336,50 +402,29 @@ def load_physionet2012(
     cache: bool = True,
     cache_folder: Optional[Union[str, os.PathLike]] = None,
     download_missing: bool = False,
-    dataset: Union[str, registry.ObservationDatasetSpec] = "physionet2012",
+    dataset: str = "physionet2012",
 ) -> ObservationSet:
-    """The PhysioNet 2012 stays as an ``ObservationSet``, parsed once and then read from the cache.
+    """The PhysioNet 2012 stays as an ``ObservationSet`` (``read_physionet2012``), from ``paths`` or
+    from the registered dataset's files.
 
     Args:
-        paths: the archives; None finds the registered ``set-a/b/c.tar.gz`` (``TSATTN_DATA_DIR``,
+        paths: the archives; None finds the files of the registered ``dataset`` (``TSATTN_DATA_DIR``,
             its ``physionet2012/`` folder, then the cache; see ``tsattn.data.registry``).
-        unknown_descriptors: ``"keep"`` (default, the benchmark's reading) or ``"drop"`` the
-            descriptors' -1 ("unknown").
-        max_series: parse only the first this many records (archive order).
-        cache: read / write the parsed set in the cache.
-        cache_folder: where parsed sets are kept; default ``<cache>/<the dataset's subdir>``.
+        unknown_descriptors, max_series, cache, cache_folder: as for ``read_physionet2012``.
         download_missing: download absent archives into the cache first (never done by default).
         dataset: the registered dataset whose files ``paths=None`` finds (its format must be
             ``"physionet2012"``).
-
-    The cache file is ``parsed-<key>.npz``, the key a sha256 over the archives' sha256, the parse
-    options and the parse rules' version: changed archives or rules are parsed again. It is written
-    to a temporary file and renamed; an unreadable cache file is parsed again and replaced.
     """
-    spec = registry.get_observation_spec(dataset)
+    from .. import registry  # the registry lists this format's dataset: imported here, not at module level
+
+    spec = registry.get_spec(dataset)
     if spec.format != "physionet2012":
         raise DataError(f"{spec.name!r} is not in the PhysioNet 2012 format ({spec.format!r})")
     registered = paths is None
     if paths is None:
-        paths = registry.resolve_files(spec, download_missing=download_missing)
-    paths = [Path(p).expanduser() for p in ([paths] if isinstance(paths, (str, os.PathLike)) else paths)]
-    _check_choice("unknown_descriptors", unknown_descriptors, UNKNOWN_DESCRIPTOR_POLICIES)
-    for path in paths:
-        if not path.is_file():
-            raise DataFileNotFoundError(f"PhysioNet archive not found: {str(path)!r}; check the path")
-    source = ", ".join(str(p) for p in paths)
-    target = None
-    if cache:
-        folder = Path(cache_folder).expanduser() if cache_folder is not None else registry.cache_dir() / spec.subdir
-        target = folder / f"parsed-{_cache_key(paths, unknown_descriptors, max_series)[:24]}.npz"
-        if target.is_file():
-            try:
-                cached = ObservationSet.load_npz(target)
-            except DataError as exc:
-                warnings.warn(f"{exc}; parsing the archives again", UserWarning, stacklevel=2)
-            else:
-                return cached if cached.source == source else _with_source(cached, source)
-    observations = parse_physionet_archives(paths, unknown_descriptors=unknown_descriptors, max_series=max_series)
+        paths = registry.resolve(spec, download_missing=download_missing)
+    observations = read_physionet2012(paths, max_series=max_series, unknown_descriptors=unknown_descriptors,
+                                      cache=cache, cache_folder=cache_folder)
     if registered and max_series is None and len(observations) != spec.n_series:
         warnings.warn(
             f"the {spec.name} archives hold {len(observations)} records, not the registered {spec.n_series}; "
@@ -387,8 +432,6 @@ def load_physionet2012(
             UserWarning,
             stacklevel=2,
         )
-    if target is not None:
-        observations.save_npz(target)
     return observations
 
 

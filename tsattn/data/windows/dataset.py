@@ -10,7 +10,7 @@ from typing import Optional, Sequence
 import torch
 from torch.utils.data import Dataset
 
-from .errors import DataError
+from ..errors import DataError
 
 __all__ = ["EpochShuffleSampler", "WindowDataset", "window_times"]
 

@@ -36,9 +36,9 @@ from typing import Optional, Sequence
 import numpy as np
 from sklearn.model_selection import train_test_split
 
-from .errors import DataError
-from .observations import ObservationSet, shown_id
-from .splits import SPLITS
+from ..errors import DataError
+from ..validation import SPLITS
+from .observation_set import ObservationSet, shown_id
 
 __all__ = [
     "ForecastSamples",
@@ -46,6 +46,7 @@ __all__ = [
     "check_fractions",
     "fixed_origin_samples",
     "rolling_origin_samples",
+    "split_samples",
     "split_series",
     "time_borders",
 ]
@@ -284,3 +285,24 @@ def assign_time_splits(
         "test": samples.origin >= b2,
     }
     return {name: samples.take(np.flatnonzero(mask)) for name, mask in masks.items()}
+
+
+def split_samples(observations: ObservationSet, samples: ForecastSamples, split: str, fractions: Sequence[float],
+                  seed: int, scale_from: str, horizon: Optional[float]):
+    """The samples of each split, the observations [M] (bool) a scaler may be fit on (the train, or
+    train + val: ``scale_from="seen"``, observations), the series of each split (by series; else None)
+    and the time borders [S, 2] (by time; else None)."""
+    if split == "series":
+        series_splits = split_series(observations.series_ids, fractions, seed)
+        member = np.full(len(observations), -1, dtype=np.int64)
+        for k, name in enumerate(SPLITS):
+            member[series_splits[name]] = k
+        by_split = {name: samples.take(np.flatnonzero(member[samples.series] == k)) for k, name in enumerate(SPLITS)}
+        fit_series = series_splits["train"] if scale_from == "train" else np.r_[series_splits["train"], series_splits["val"]]
+        in_fit = np.zeros(len(observations), dtype=bool)
+        in_fit[fit_series] = True
+        return by_split, in_fit[observations.series_index], series_splits, None
+    borders = time_borders(observations, fractions)
+    column = 0 if scale_from == "train" else 1
+    fit_rows = observations.time < borders[observations.series_index, column]
+    return assign_time_splits(samples, borders, horizon), fit_rows, None, borders

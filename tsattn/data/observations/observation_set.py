@@ -1,4 +1,4 @@
-"""Irregular multivariate series as sets of observations: ``ObservationSet`` and ``read_observations``.
+"""Irregular multivariate series as sets of observations: ``ObservationSet``.
 
 An observation is one measured value of one variable of one series at one time. Nothing is put on a
 grid and no value is invented for an unobserved (time, variable): a series is just its observations,
@@ -7,15 +7,9 @@ sparse rows), sorted by (series, time, variable):
 
     rows offsets[s]:offsets[s + 1]  ->  time [M], variable [M], value [M]  of series s
 
-``read_observations`` reads a CSV file or a DataFrame into one, from either layout:
-
-- **long** (tidy): one observation per row, ``id, time, variable, value``; chosen when
-  ``variable_column`` or ``value_column`` is given;
-- **wide**: ``id, time`` and one column per variable, NaN meaning "not observed"; a row may hold
-  several observations. Chosen otherwise.
-
-Rows in error messages are 0-based data rows of the input (the header is not counted); for a file
-the line number is given too.
+Readers build one from a table (``tsattn.data.io.observation_table.read_observations``, long or
+wide layout) or from a registered dataset's files (``tsattn.data.io.physionet``);
+``assemble_observations`` sorts and merges raw observations into the CSR arrays.
 """
 from __future__ import annotations
 
@@ -29,31 +23,21 @@ from typing import Any, Callable, Mapping, NamedTuple, Optional, Sequence, Union
 
 import numpy as np
 import pandas as pd
-from pandas.api import types as ptypes
 
-from .csv import (
-    _check_choice,
-    _detect_time_column,
-    _parse_timestamps,
-    _select_value_columns,
-    load_table,
-    normalize_na_values,
-)
-from .errors import DataError
+from ..errors import DataError
+from ..validation import SHOW, check_choice
 
 __all__ = [
     "OBSERVATION_DUPLICATE_POLICIES",
     "ObservationSet",
     "SeriesObservations",
     "assemble_observations",
-    "read_observations",
+    "shown_id",
 ]
 
 OBSERVATION_DUPLICATE_POLICIES = ("mean", "first", "last", "error")
-_SHOW = 3  # how many offending rows / values a message lists
 _NPZ_FORMAT = 1  # version of the .npz layout written by ObservationSet.save_npz
 
-DataSource = Union[str, os.PathLike, pd.DataFrame]
 
 
 class SeriesObservations(NamedTuple):
@@ -211,7 +195,7 @@ class ObservationSet:
         hits = np.flatnonzero(self.series_ids == series_id)
         if hits.size == 0:
             raise DataError(
-                f"no series with id {series_id!r}; ids are e.g. {[shown_id(i) for i in self.series_ids[:_SHOW]]}"
+                f"no series with id {series_id!r}; ids are e.g. {[shown_id(i) for i in self.series_ids[:SHOW]]}"
             )
         return int(hits[0])
 
@@ -262,6 +246,28 @@ class ObservationSet:
             time_unit=self.time_unit,
             origins=self.origins,
             source=self.source,
+        )
+
+    def onto_variables(self, variables: Sequence[str]) -> "ObservationSet":
+        """The same observations with their variable indices into ``variables`` (a fitted model's): a
+        variable of this set that ``variables`` lacks is an error; one this set never observes is simply
+        absent. Same observations, same order (the kept variables keep their relative order)."""
+        names = tuple(str(v) for v in variables)
+        if self.variables == names:
+            return self
+        unknown = [v for v in self.variables if v not in names]
+        if unknown:
+            raise DataError(
+                f"the data has variables {unknown} that the model was not fit on (it knows {list(names)}); drop "
+                "them from the data (or read only the known ones with columns=[...]), or fit a model on this data"
+            )
+        present = [v for v in names if v in self.variables]
+        kept = self.select_variables(present)  # sorted by (series, time, position in `present`)
+        position = np.asarray([names.index(v) for v in present], dtype=np.int64)  # increasing: order is kept
+        return ObservationSet(
+            series_ids=kept.series_ids, offsets=kept.offsets, time=kept.time, variable=position[kept.variable],
+            value=kept.value, variables=names, time_unit=kept.time_unit, origins=kept.origins, source=kept.source,
+            read_counts=self.read_counts,
         )
 
     def thin(self, fraction: float, *, seed: int = 0, by: str = "time") -> "ObservationSet":
@@ -487,7 +493,7 @@ def assemble_observations(
         ``(offsets [S + 1], time [M'], variable [M'], value [M'], merged)`` with ``merged = M - M'``,
         the observations folded into another of the same (series, time, variable).
     """
-    _check_choice("duplicates", duplicates, OBSERVATION_DUPLICATE_POLICIES)
+    check_choice("duplicates", duplicates, OBSERVATION_DUPLICATE_POLICIES)
     order = _observation_order(series, time, variable)
     series, time, variable, value = series[order], time[order], variable[order], value[order]
     same = (series[1:] == series[:-1]) & (time[1:] == time[:-1]) & (variable[1:] == variable[:-1])  # [M - 1]
@@ -517,276 +523,3 @@ def assemble_observations(
         series, time, variable = series[keep], time[keep], variable[keep]
     offsets = np.r_[0, np.cumsum(np.bincount(series, minlength=n_series))].astype(np.int64)
     return offsets, time, variable, value, merged
-
-
-def _time_unit(unit: Union[str, pd.Timedelta]) -> pd.Timedelta:
-    """``"h"`` / ``"15min"`` / a ``pd.Timedelta`` -> a positive ``pd.Timedelta``."""
-    delta: Optional[pd.Timedelta] = None
-    if isinstance(unit, pd.Timedelta):
-        delta = unit
-    elif isinstance(unit, str):
-        for parse in (lambda u: pd.Timedelta(1, unit=u), pd.Timedelta):
-            try:
-                delta = parse(unit)
-                break
-            except (ValueError, TypeError):
-                continue
-    if delta is None or pd.isna(delta) or delta <= pd.Timedelta(0):
-        raise DataError(f"time_unit must be a positive duration such as 'h', 'min', '15min' or 'D'; got {unit!r}")
-    return delta
-
-
-def _ids(frame: pd.DataFrame, id_column: Optional[str], columns: list[str], row_label) -> tuple[np.ndarray, np.ndarray]:
-    """(series code [N] int64, ids [S] sorted; in order of first appearance if the ids do not sort)."""
-    if id_column is None:
-        return np.zeros(len(frame), dtype=np.int64), np.array([0], dtype=np.int64)
-    if id_column not in frame.columns:
-        raise DataError(
-            f"id column {id_column!r} is not in the data; columns are {columns}; pass id_column=<one of them>, "
-            "or id_column=None to read the whole table as one series"
-        )
-    raw = frame[id_column]
-    absent = raw.isna().to_numpy()
-    if absent.any():
-        rows = np.flatnonzero(absent)[:_SHOW]
-        raise DataError(
-            f"id column {id_column!r} has {int(absent.sum())} empty cell(s) (NaN), first at "
-            f"{', '.join(row_label(int(r)) for r in rows)}; every observation needs its series id: fill or "
-            "remove those rows"
-        )
-    try:
-        codes, uniques = pd.factorize(raw, sort=True)
-    except TypeError:  # ids of mixed types
-        codes, uniques = pd.factorize(raw, sort=False)
-    ids = np.asarray(uniques)
-    if ptypes.is_float_dtype(ids.dtype) and np.all(ids == np.round(ids)):
-        ids = ids.astype(np.int64)
-    elif ptypes.is_integer_dtype(ids.dtype) or ptypes.is_bool_dtype(ids.dtype):
-        ids = ids.astype(np.int64)
-    elif not ptypes.is_float_dtype(ids.dtype):
-        ids = np.asarray([str(i) for i in ids], dtype=str)
-    return codes.astype(np.int64), ids
-
-
-def _numeric_times(raw: pd.Series, name: str, row_label) -> np.ndarray:
-    times = raw.to_numpy(dtype=np.float64, na_value=np.nan)
-    bad = ~np.isfinite(times)
-    if bad.any():
-        rows = np.flatnonzero(bad)[:_SHOW]
-        raise DataError(
-            f"time column {name!r} has {int(bad.sum())} empty or infinite cell(s), first at "
-            f"{', '.join(row_label(int(r)) for r in rows)}; every observation needs a finite time: fill or "
-            "remove those rows"
-        )
-    return times
-
-
-def read_observations(
-    data: DataSource,
-    *,
-    id_column: Optional[str] = None,
-    time_column: Optional[str] = None,
-    variable_column: Optional[str] = None,
-    value_column: Optional[str] = None,
-    columns: Optional[Sequence[str]] = None,
-    time_unit: Union[str, pd.Timedelta] = "h",
-    time_format: Optional[str] = None,
-    na_values: Optional[Sequence[Union[str, float]]] = None,
-    duplicates: str = "mean",
-    sort: bool = False,
-    dayfirst: Optional[bool] = None,
-    thousands: Optional[str] = None,
-    sep: str = ",",
-) -> ObservationSet:
-    """Read irregular multivariate series from a CSV path or a DataFrame (not modified).
-
-    The layout follows from the arguments: ``variable_column`` and ``value_column`` given -> **long**
-    (one observation per row: id, time, variable name, value; a row whose value is empty is left
-    out); neither given -> **wide** (id, time and one column per variable; an empty cell (NaN) is a
-    variable not observed at that time). No value is ever filled in.
-
-    Args:
-        data: a path to a CSV file, or a DataFrame.
-        id_column: the column naming each row's series; None reads the whole table as one series.
-            Series are ordered by id (by first appearance when the ids do not sort, e.g. mixed types).
-        time_column: the column holding times; None detects one named ``date``, ``ds``, ``timestamp``,
-            ``date_time``, ``datetime``, ``time``, ... (case-insensitive), or uses a DataFrame's
-            ``DatetimeIndex``. Datetimes (parsed like ``read_series`` does) become float
-            ``time_unit``s since each series' first timestamp (kept in ``origins``); numbers are
-            taken as given, in their own unit (e.g. hours since admission).
-        variable_column: long layout: the column naming each observation's variable.
-        value_column: long layout: the column holding each observation's value (numbers).
-        columns: wide layout: the variable columns to keep (default: every numeric column but the
-            id and time; text columns are left out). Long layout: the variables to keep, in this
-            order (rows of other variables are left out); default: every variable, sorted by name.
-        time_unit: the unit of datetime input (``"h"``, ``"min"``, ``"15min"``, a ``pd.Timedelta``);
-            ignored for numeric times.
-        time_format: a ``strftime`` format for datetime times; None infers it from the first one.
-        na_values: cell values that mean "not observed" (e.g. ``[-9999]``).
-        duplicates: several observations of one (series, time, variable): ``"mean"`` (the
-            PhysioNet benchmark's rule), ``"first"``, ``"last"`` (in input order) or ``"error"``.
-        sort: accept rows whose times go back within a series (they are sorted); by default that is
-            an error, since it often means a wrong time format or a misplaced row.
-        dayfirst, thousands, sep: as for ``read_series`` (dates such as ``07/01/2016``, numbers
-            written ``"5,827.0"``, semicolon-separated files).
-
-    Returns:
-        an ``ObservationSet``; its ``read_counts`` say how many rows were read, observations kept,
-        duplicates merged and empty cells skipped.
-
-    Raises:
-        DataError (or a subclass) naming the problem and the fix.
-    """
-    _check_choice("duplicates", duplicates, OBSERVATION_DUPLICATE_POLICIES)
-    long_layout = variable_column is not None or value_column is not None
-    if long_layout and (variable_column is None or value_column is None):
-        given, absent = ("variable_column", "value_column") if value_column is None else ("value_column", "variable_column")
-        raise DataError(
-            f"the long layout needs both variable_column and value_column; {given} is given but {absent} is "
-            f"not: pass {absent}=<column name>, or neither for the wide layout (one column per variable)"
-        )
-    unit = _time_unit(time_unit)
-    na_values = normalize_na_values(na_values) or []
-
-    frame, source, row_label = load_table(
-        data, na_values, sep, accepts="a path to a CSV file or a pandas DataFrame",
-        needs_columns="a time column and values (and an id column for several series)", needs_rows="one observation",
-    )
-    if isinstance(data, pd.DataFrame):
-        for c in frame.columns:  # object columns holding only numbers (and NaN) become numeric
-            if frame[c].dtype == object:
-                try:
-                    frame[c] = pd.to_numeric(frame[c])
-                except (ValueError, TypeError):
-                    pass
-    names = [str(c) for c in frame.columns]
-
-    # -- series and times --------------------------------------------------------------------------------
-    codes, ids = _ids(frame, id_column, names, row_label)
-    time_name = _detect_time_column(frame, time_column)
-    roles = [c for c in (id_column, time_name, variable_column, value_column) if c is not None]
-    if len(set(roles)) != len(roles):
-        raise DataError(
-            f"the id, time, variable and value columns must be different columns; got id_column={id_column!r}, "
-            f"time column {time_name!r}, variable_column={variable_column!r}, value_column={value_column!r}"
-        )
-    raw_time = pd.Series(frame.index, index=frame.index) if time_name is None else frame[time_name]
-    shown_name = "<index>" if time_name is None else str(time_name)
-    numeric_time = (
-        ptypes.is_numeric_dtype(raw_time) and not ptypes.is_bool_dtype(raw_time)
-        and not ptypes.is_datetime64_any_dtype(raw_time)
-    )
-    if numeric_time:
-        times = _numeric_times(raw_time, shown_name, row_label)  # float64 [N]
-        order_key: np.ndarray = times
-    else:
-        stamps = _parse_timestamps(raw_time, shown_name, time_format, row_label, dayfirst)
-        order_key = stamps.as_unit("ns").asi8  # int64 [N], exact
-
-    position = np.argsort(codes, kind="stable")  # rows grouped by series, input order kept inside
-    steps_back = (np.diff(order_key[position]) < 0) & (np.diff(codes[position]) == 0)
-    if steps_back.any() and not sort:
-        i = int(np.flatnonzero(steps_back)[0])
-        a, b = int(position[i]), int(position[i + 1])
-        shown = (lambda r: repr(float(times[r]))) if numeric_time else (lambda r: str(stamps[r]))
-        raise DataError(
-            f"times go back within series {shown_id(ids[codes[a]])!r}: {row_label(b)} ({shown(b)}) comes after "
-            f"{row_label(a)} ({shown(a)}); {int(steps_back.sum())} such step(s) back in time; sort the table "
-            "by (id, time), or pass sort=True to sort the rows"
-        )
-
-    origins = None
-    if not numeric_time:
-        first_ns = np.full(len(ids), np.iinfo(np.int64).max, dtype=np.int64)
-        np.minimum.at(first_ns, codes, order_key)
-        times = (order_key - first_ns[codes]).astype(np.float64) / float(unit.value)
-        origins = pd.DatetimeIndex(first_ns.astype("datetime64[ns]"))
-        if stamps.tz is not None:
-            origins = origins.tz_localize("UTC").tz_convert(stamps.tz)
-
-    # -- observations --------------------------------------------------------------------------------------
-    numeric_markers = []
-    for v in na_values:
-        try:
-            numeric_markers.append(float(v))
-        except (TypeError, ValueError):
-            continue
-    counts: dict[str, int] = {"rows": len(frame)}
-    if long_layout:
-        for role, col in (("variable_column", variable_column), ("value_column", value_column)):
-            if col not in frame.columns:
-                raise DataError(f"{role} {col!r} is not in the data; columns are {names}; pass {role}=<one of them>")
-        _select_value_columns(frame, [value_column], True, row_label, thousands)  # text in the value column -> error
-        values = pd.to_numeric(frame[value_column]).to_numpy(dtype=np.float64, na_value=np.nan)  # [N]
-        raw_var = frame[variable_column]
-        absent = raw_var.isna().to_numpy()
-        if absent.any():
-            rows = np.flatnonzero(absent)[:_SHOW]
-            raise DataError(
-                f"variable column {variable_column!r} has {int(absent.sum())} empty cell(s), first at "
-                f"{', '.join(row_label(int(r)) for r in rows)}; every observation needs a variable name: fill "
-                "or remove those rows"
-            )
-        var_names = raw_var.astype(str).to_numpy()
-        if columns is not None:
-            variables = [str(c) for c in ([columns] if isinstance(columns, str) else columns)]
-            if len(set(variables)) != len(variables):
-                raise DataError(f"columns= repeats a variable: {variables}; list every variable once")
-        else:
-            variables = sorted(set(var_names.tolist()))
-        obs_var = pd.Categorical(var_names, categories=variables).codes.astype(np.int64)  # -1: not kept
-        for number in numeric_markers:
-            values[values == number] = np.nan
-        listed = obs_var >= 0
-        counts["other_variables_skipped"] = int((~listed).sum())
-        obs_row = np.flatnonzero(listed)
-        obs_var, obs_value = obs_var[listed], values[listed]
-    else:
-        candidates = [c for c in frame.columns if c not in roles]
-        if columns is not None:
-            wanted = [columns] if isinstance(columns, str) else list(columns)
-            unknown = [c for c in wanted if c not in candidates]
-            if unknown:
-                raise DataError(
-                    f"columns {unknown} are not variable columns of {source}; available: {[str(c) for c in candidates]}"
-                )
-            candidates = list(dict.fromkeys(wanted))
-        kept, dropped = _select_value_columns(frame, candidates, columns is not None, row_label, thousands)
-        if not kept:
-            raise DataError(
-                f"{source} has no numeric variable columns (text or empty columns: {[str(c) for c in dropped]}); "
-                "pass variable_column= and value_column= for a long table (one observation per row)"
-            )
-        counts["columns_skipped"] = len(dropped)
-        cells = frame[kept].apply(pd.to_numeric).to_numpy(dtype=np.float64, na_value=np.nan)  # [N, V]
-        for number in numeric_markers:
-            cells[cells == number] = np.nan
-        variables = [str(c) for c in kept]
-        obs_row, obs_var = np.nonzero(~np.isnan(cells))  # row-major: input order
-        obs_value = cells[obs_row, obs_var]
-    infinite = np.isinf(obs_value)
-    if infinite.any():
-        i = int(np.flatnonzero(infinite)[0])
-        raise DataError(
-            f"{int(infinite.sum())} infinite value(s), first {variables[obs_var[i]]!r} at {row_label(int(obs_row[i]))}; "
-            "replace them in the data, or pass na_values=['inf', '-inf'] to treat them as not observed"
-        )
-    if long_layout:
-        empty = np.isnan(obs_value)
-        counts["empty_skipped"] = int(empty.sum())
-        obs_row, obs_var, obs_value = obs_row[~empty], obs_var[~empty], obs_value[~empty]
-    else:
-        counts["empty_skipped"] = int(cells.size - obs_value.size)
-    if obs_value.size == 0:
-        raise DataError(f"{source} holds no observations (every value is empty or left out); check the columns and na_values")
-
-    offsets, time, variable, value, merged = assemble_observations(
-        codes[obs_row], times[obs_row], obs_var, obs_value, len(ids), duplicates,
-        describe=lambda i: row_label(int(obs_row[i])),
-    )
-    counts["duplicates_merged"] = merged
-    counts["observations"] = len(value)
-    return ObservationSet(
-        series_ids=ids, offsets=offsets, time=time, variable=variable, value=value, variables=tuple(variables),
-        time_unit=None if numeric_time else unit, origins=origins, source=source, read_counts=counts,
-    )

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 from pandas.tseries import offsets
 
-from .errors import DataError
+from ..errors import DataError
 
 __all__ = ["calendar_feature_names", "calendar_features"]
 

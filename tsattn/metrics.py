@@ -1,0 +1,59 @@
+"""Metrics of irregular forecasts: errors per variable over every target point, then the mean over variables.
+
+This is how the irregular-series benchmarks (PhysioNet 2012 in t-PatchGNN's protocol) define MSE and
+MAE: for each variable, the mean squared (absolute) error over all of its target observations in the
+whole split; then the plain mean over the variables that have at least one target. Variables with no
+target in the split do not count. A variable observed rarely therefore weighs as much as one
+observed every minute.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+from torch import Tensor
+from torchmetrics import Metric
+
+__all__ = ["PerVariableError", "per_variable_mean"]
+
+
+def per_variable_mean(total: Tensor, count: Tensor) -> Tensor:
+    """Mean over the variables with count > 0 of total / count ([V] each) -> scalar (0 when none counts)."""
+    seen = count > 0
+    if not bool(seen.any()):
+        return total.new_zeros(())
+    return (total[seen] / count[seen]).mean()
+
+
+class PerVariableError(Metric):
+    """Accumulates squared and absolute errors per variable; ``compute`` returns
+    ``{"mse", "mae"}``: per-variable means over all points, averaged over the variables that occurred.
+
+    Args:
+        n_variables: V.
+        scale: optional [V] factors that convert an error in scaled units into the variable's own
+            units (for min-max scaling, max - min); the errors are multiplied by them first.
+    """
+
+    full_state_update = False
+
+    def __init__(self, n_variables: int, scale: Optional[Tensor] = None) -> None:
+        super().__init__()
+        self.n_variables = n_variables
+        self.add_state("squared", default=torch.zeros(n_variables, dtype=torch.float64), dist_reduce_fx="sum")
+        self.add_state("absolute", default=torch.zeros(n_variables, dtype=torch.float64), dist_reduce_fx="sum")
+        self.add_state("count", default=torch.zeros(n_variables, dtype=torch.float64), dist_reduce_fx="sum")
+        self.scale: Optional[Tensor] = None if scale is None else scale.detach().to(torch.float64)
+
+    def update(self, pred: Tensor, target: Tensor, variable: Tensor, mask: Tensor) -> None:
+        """pred, target: [...] values; variable: [...] ids in [0, V); mask: [...] bool (True = counts)."""
+        err = (pred.detach().to(torch.float64) - target.to(torch.float64))[mask]
+        var = variable[mask].long()
+        if self.scale is not None:
+            err = err * self.scale.to(err.device)[var]
+        self.squared += torch.bincount(var, weights=err.square(), minlength=self.n_variables)
+        self.absolute += torch.bincount(var, weights=err.abs(), minlength=self.n_variables)
+        self.count += torch.bincount(var, minlength=self.n_variables).to(torch.float64)
+
+    def compute(self) -> dict[str, Tensor]:
+        return {"mse": per_variable_mean(self.squared, self.count), "mae": per_variable_mean(self.absolute, self.count)}

@@ -1,0 +1,146 @@
+"""The observation task: irregular series, each variable observed at its own times; a model forecasts
+requested (time, variable) points from the observations of a history (the irregular transformer).
+
+Batches are ``ObservationDataModule``'s: ``"x_time"``, ``"x_var"``, ``"x_value"``, ``"x_mask"`` [B, Nx]
+and ``"y_*"`` [B, Ny]. The loss and the metrics see only the observed targets (``"y_mask"``); the
+metrics are per variable over all target points, then the mean over variables (``tsattn.metrics``).
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING, Any, Iterator, Optional, Protocol, runtime_checkable
+
+import pandas as pd
+import torch
+from torch import Tensor, nn
+
+from ..data import registry
+from ..data.errors import DataError
+from ..data.observations.datamodule import ObservationDataModule
+from ..data.validation import SPLITS, check_span
+from ..metrics import PerVariableError
+from .base import Task, point_loss
+
+if TYPE_CHECKING:
+    from ..lightning.module import ForecastModule
+
+__all__ = ["ObservationModel", "ObservationTask"]
+
+INPUTS = ("x_time", "x_var", "x_value", "x_mask", "y_time", "y_var", "y_mask")
+
+
+@runtime_checkable
+class ObservationModel(Protocol):
+    """What a model of the observation task provides (``cls(n_variables, attention=, sink=, rope=,
+    **model_kwargs)`` builds one)."""
+
+    def forward(self, x_time: Tensor, x_var: Tensor, x_value: Tensor, x_mask: Tensor, y_time: Tensor, y_var: Tensor,
+                y_mask: Optional[Tensor] = None) -> Tensor:
+        """Histories [B, Nx] and queries [B, Ny] -> forecasts [B, Ny] (scaled units; 0 at padding)."""
+
+
+class ObservationTask(Task):
+    name = "observations"
+    datamodule_class = ObservationDataModule
+    supports_compile = False  # ragged, data-dependent shapes
+
+    def check_span(self, name: str, value: Any) -> Optional[float]:
+        return check_span(name, value)
+
+    def fit_datamodule(self, data: Any, *, lookback: Any, horizon: Any, batch_size: int, seed: int,
+                       **options: Any) -> ObservationDataModule:
+        protocol = registry.get_spec(data).protocol if isinstance(data, str) and registry.is_registered(
+            data, "observations") else {}
+        origins, stride = options.get("origins"), options.get("origin_stride")
+        rolling = stride is not None or (origins is None and protocol.get("origins") is None)
+        if rolling and (lookback is None or horizon is None):
+            raise DataError(
+                "rolling forecast origins (the default training samples) need a history and a target span: pass "
+                "Forecaster('irregular', lookback=<history span>, horizon=<target span>) in the data's time units "
+                "(e.g. lookback=48.0, horizon=12.0 with time_unit='h'), or give fit(origins=[t0, ...]) for fixed "
+                "origins (there lookback=None reads all the history before each origin)"
+            )
+        if rolling and stride is None:
+            options["origin_stride"] = horizon  # target windows tile each series: no observation is a target twice
+        options["time_unit"] = options.get("time_unit") or "h"
+        options["duplicates"] = options.get("duplicates") or "mean"
+        dm = ObservationDataModule(data, lookback=lookback, horizon=horizon, batch_size=batch_size, seed=seed, **options)
+        dm.prepare_data()
+        dm.setup("fit")  # read, sample, split and scale before building anything, so bad data fails fast
+        empty = [split for split in SPLITS if len(dm.samples(split)) == 0]
+        if empty:
+            counts = {split: len(dm.samples(split)) for split in SPLITS}
+            raise DataError(
+                f"the {' and '.join(empty)} split(s) hold no forecasting samples ({counts} under split={dm.split!r}, "
+                f"fractions {dm.split_fractions}); validation picks the best epoch and test evaluates it: use a "
+                "shorter horizon, a smaller origin_stride, other split_fractions, or more data"
+            )
+        if dm.forecast_span <= 0:
+            raise DataError(
+                "no train sample has a target observation after its origin, so there is nothing to learn; use "
+                "earlier origins, a horizon, or more data"
+            )
+        return dm
+
+    # -- the model ---------------------------------------------------------------------------------------
+    def check_hparams(self, hparams: Any) -> None:
+        if hparams.target_index is not None:
+            raise ValueError(f"model {hparams.model!r} forecasts every variable: leave `target_index` None")
+
+    def build_net(self, cls: type[nn.Module], hparams: Any) -> nn.Module:
+        return cls(hparams.n_channels, attention=hparams.attention, sink=hparams.sink, rope=hparams.rope,
+                   **(hparams.model_kwargs or {}))
+
+    @contextlib.contextmanager
+    def context(self) -> Iterator[None]:
+        # oneDNN JIT-compiles and caches kernels per input shape; ragged batches bring new shapes at
+        # every step, so its cache would grow by hundreds of MB an epoch and slow every step down.
+        with torch.backends.mkldnn.flags(enabled=False):
+            yield
+
+    def forward(self, module: "ForecastModule", batch: dict[str, Tensor]) -> Tensor:
+        with self.context():
+            return module.net(*(batch[key] for key in INPUTS))
+
+    def training_loss(self, module: "ForecastModule", batch: dict[str, Tensor]) -> Tensor:
+        pred = self.forward(module, batch)
+        mask, target = batch["y_mask"], batch["y_value"]
+        per_point = point_loss(module.hparams.loss, pred, target, module.hparams.huber_delta)[mask]
+        if module.hparams.loss_reduction == "point" or per_point.numel() == 0:
+            return per_point.mean() if per_point.numel() else pred.sum() * 0.0
+        var = batch["y_var"][mask]
+        V = module.hparams.n_channels
+        total = torch.zeros(V, dtype=per_point.dtype, device=pred.device).index_add(0, var, per_point)
+        count = torch.bincount(var, minlength=V)
+        seen = count > 0
+        return (total[seen] / count[seen]).mean()
+
+    def batch_size(self, batch: dict[str, Tensor]) -> int:
+        return batch["y_var"].shape[0]
+
+    def metrics(self, n_outputs: int) -> nn.ModuleDict:
+        """Per-variable errors on the scaled data ("scaled") and in the variables' own units ("orig")."""
+        return nn.ModuleDict({"scaled": PerVariableError(n_outputs), "orig": PerVariableError(n_outputs)})
+
+    def update_metrics(self, module: "ForecastModule", batch: dict[str, Tensor], metrics: nn.ModuleDict) -> None:
+        pred = self.forward(module, batch)
+        target, var, mask = batch["y_value"], batch["y_var"], batch["y_mask"]
+        metrics["scaled"].update(pred, target, var, mask)
+        metrics["orig"].update(pred * module.y_scale[var], target * module.y_scale[var], var, mask)
+
+    def compute_metrics(self, metrics: nn.ModuleDict) -> dict[str, Tensor]:
+        scaled, orig = metrics["scaled"].compute(), metrics["orig"].compute()
+        return {"mse": scaled["mse"], "mae": scaled["mae"], "mse_orig": orig["mse"], "mae_orig": orig["mae"]}
+
+    def to_original(self, module: "ForecastModule", pred: Tensor, batch: dict[str, Tensor]) -> Tensor:
+        """Scaled forecasts [B, Ny] -> original units (each query's variable's statistics); 0 at padding."""
+        var = batch["y_var"]
+        return torch.where(batch["y_mask"], pred * module.y_scale[var] + module.y_mean[var], 0.0)
+
+    # -- forecasting ------------------------------------------------------------------------------------
+    def forecast(self, module: "ForecastModule", dm: ObservationDataModule, *, at: Optional[Any] = None,
+                 origin: Optional[Any] = None) -> pd.DataFrame:
+        """Every request of ``at`` (from each series' last observation, or from ``origin``), in the layout
+        of the table the model was fit on, in original units."""
+        batches, requests = dm.queries(at=at, origin=origin)
+        return dm.forecast_frame(requests, batches.forecast(module.forecast))

@@ -1,0 +1,134 @@
+"""The window task: a regular grid of rows; a model maps a window [B, L, C_in] (+ knot times) to the
+next H rows [B, H, C_out] (PatchTST, the patch decoder).
+
+Batches are ``CSVDataModule``'s: ``"x"`` [B, L, C_in], ``"y"`` [B, H, C_out], ``"t_x"`` [B, L]. The
+metrics are MSE / MAE over every forecast value, on the scaled data (the published convention) and
+in original units.
+"""
+from __future__ import annotations
+
+import warnings
+from typing import TYPE_CHECKING, Any, Optional, Protocol, Union, runtime_checkable
+
+import pandas as pd
+import torch.nn.functional as F
+from torch import Tensor, nn
+from torchmetrics import MeanAbsoluteError, MeanSquaredError, MetricCollection
+
+from ..data.validation import check_positive_int
+from ..data.windows.datamodule import CSVDataModule
+from .base import Task
+
+if TYPE_CHECKING:
+    from ..lightning.module import ForecastModule
+
+__all__ = ["WindowModel", "WindowTask"]
+
+_DEFAULT_SPANS = {"lookback": 336, "horizon": 96}
+
+
+@runtime_checkable
+class WindowModel(Protocol):
+    """What a model of the window task provides (``cls(n_channels, lookback, horizon, attention=,
+    sink=, rope=, **model_kwargs)`` builds one)."""
+
+    channel_independent: bool  # every channel forecast from its own history alone (in eval mode)
+
+    def forward(self, x: Tensor, t_x: Optional[Tensor] = None) -> Tensor:
+        """x [B, L, C_in], t_x [B, L] | None -> [B, H, C_in]."""
+
+    def training_pairs(self, x: Tensor, t_x: Optional[Tensor], y: Tensor,
+                       index: Union[list[int], slice]) -> tuple[Tensor, Tensor]:
+        """The predictions and targets the training loss compares (output channels ``index``)."""
+
+
+class WindowTask(Task):
+    name = "window"
+    datamodule_class = CSVDataModule
+
+    def check_span(self, name: str, value: Any) -> int:
+        return check_positive_int(name, _DEFAULT_SPANS[name] if value is None else value)
+
+    def fit_datamodule(self, data: Any, *, lookback: Any, horizon: Any, batch_size: int, seed: int,
+                       **options: Any) -> CSVDataModule:
+        dm = CSVDataModule(data, lookback, horizon, batch_size=batch_size, seed=seed, **options)
+        dm.prepare_data()
+        dm.setup("fit")
+        return dm
+
+    def on_fit_setup(self, module: "ForecastModule", dm: Any) -> None:
+        if isinstance(dm, CSVDataModule) and dm.features == "MS" and module.net.channel_independent:
+            warnings.warn(
+                f"features='MS' with the channel-independent model {module.hparams.model!r}: every channel is "
+                "forecast from its own history, and only the target's forecast is kept, so the other "
+                "columns cannot inform it (they only cost compute). This is a univariate forecaster of "
+                "the target: fit with features='S' for the same forecasts at a fraction of the cost",
+                UserWarning,
+                stacklevel=3,
+            )
+
+    # -- the model ---------------------------------------------------------------------------------------
+    def check_hparams(self, hparams: Any) -> None:
+        index = hparams.target_index
+        if index is not None and (not index or min(index) < 0 or max(index) >= hparams.n_channels):
+            raise ValueError(f"`target_index` must hold channel positions in [0, {hparams.n_channels}); got {index}")
+
+    def build_net(self, cls: type[nn.Module], hparams: Any) -> nn.Module:
+        return cls(hparams.n_channels, hparams.lookback, hparams.horizon, attention=hparams.attention,
+                   sink=hparams.sink, rope=hparams.rope, **(hparams.model_kwargs or {}))
+
+    def forward(self, module: "ForecastModule", batch: dict[str, Tensor]) -> Tensor:
+        y = module.net(batch["x"], batch.get("t_x"))
+        index = module.hparams.target_index
+        return y if index is None else y[..., index]
+
+    def training_loss(self, module: "ForecastModule", batch: dict[str, Tensor]) -> Tensor:
+        index = module.hparams.target_index
+        pred, target = module.net.training_pairs(batch["x"], batch.get("t_x"), batch["y"],
+                                                 slice(None) if index is None else index)
+        kind = module.hparams.loss
+        if kind == "mae":
+            return F.l1_loss(pred, target)
+        if kind == "huber":
+            return F.huber_loss(pred, target, delta=module.hparams.huber_delta)
+        return F.mse_loss(pred, target)
+
+    def batch_size(self, batch: dict[str, Tensor]) -> int:
+        return batch["x"].shape[0]
+
+    def metrics(self, n_outputs: int) -> nn.ModuleDict:
+        return nn.ModuleDict({part: MetricCollection({"mse": MeanSquaredError(), "mae": MeanAbsoluteError()})
+                              for part in ("scaled", "orig")})
+
+    def update_metrics(self, module: "ForecastModule", batch: dict[str, Tensor], metrics: nn.ModuleDict) -> None:
+        pred, y = self.forward(module, batch), batch["y"]
+        metrics["scaled"].update(pred.reshape(-1), y.reshape(-1))
+        metrics["orig"].update(self.to_original(module, pred, batch).reshape(-1),
+                               self.to_original(module, y, batch).reshape(-1))
+
+    def compute_metrics(self, metrics: nn.ModuleDict) -> dict[str, Tensor]:
+        scaled, orig = metrics["scaled"].compute(), metrics["orig"].compute()
+        return {"mse": scaled["mse"], "mae": scaled["mae"], "mse_orig": orig["mse"], "mae_orig": orig["mae"]}
+
+    def to_original(self, module: "ForecastModule", pred: Tensor, batch: dict[str, Tensor]) -> Tensor:
+        """[..., C_out] scaled -> original units (the output channels' scaler statistics)."""
+        return pred * module.y_scale + module.y_mean
+
+    # -- forecasting ------------------------------------------------------------------------------------
+    def check_request(self, *, at: Optional[Any] = None, origin: Optional[Any] = None) -> None:
+        for name, value in (("at", at), ("origin", origin)):
+            if value is not None:
+                raise ValueError(
+                    f"{name}= applies to observation models; a window model forecasts the horizon rows that "
+                    f"follow the data: leave {name}=None"
+                )
+
+    def forecast(self, module: "ForecastModule", dm: CSVDataModule, *, at: Optional[Any] = None,
+                 origin: Optional[Any] = None) -> pd.DataFrame:
+        """The H rows after the data: a DataFrame indexed by the next H timestamps (at the fit's
+        frequency), one column per output channel, in original units."""
+        self.check_request(at=at, origin=origin)
+        window = dm.last_window()
+        y = module.forecast({"x": window["x"][None], "t_x": window["t_x"][None]})[0]  # [H, C_out], original units
+        future = pd.DatetimeIndex(dm.future_timestamps(), name=dm.time_column_name)
+        return pd.DataFrame(y.cpu().numpy(), index=future, columns=list(dm.target_names))
