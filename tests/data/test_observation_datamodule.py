@@ -105,7 +105,7 @@ def test_series_with_history_but_no_targets_is_kept():
     dm.setup()
     assert sum(len(dm.samples(n)) for n in SPLIT_NAMES) == 3
     name = next(n for n in SPLIT_NAMES if obs.position("short") in dm.split_series(n))
-    batch = dm._dataset(name).batch([0])
+    batch = dm.split_dataset(name).batch([0])
     assert batch["x_mask"].sum() == 1 and batch["y_mask"].sum() == 0  # it counts, adds no loss
     assert batch["y_mask"].shape == (1, 1) and batch["y_value"].abs().sum() == 0  # padded to width 1
 
@@ -340,12 +340,12 @@ def test_paths_and_npz_inputs(tmp_path):
     [
         (dict(origins=[24.0], origin_stride=1.0), "give either origins"),
         (dict(), "give either origins"),
-        (dict(origin_stride=1.0, horizon=5.0), "rolling origins need a finite history"),
+        (dict(origin_stride=1.0, horizon=5.0), "rolling origins need a finite lookback"),
         (dict(origins=[24.0], split="random"), "`split` must be one of"),
         (dict(origins=[24.0], split_fractions=(0.5, 0.5, 0.5)), "split_fractions must be three numbers"),
         (dict(origins=[24.0], scaler="robust"), "`scaler` must be one of"),
         (dict(origins=[24.0], scale_from="test"), "`scale_from` must be one of"),
-        (dict(origins=[24.0], lookback=-1.0), "history must be a number > 0"),
+        (dict(origins=[24.0], lookback=-1.0), "lookback must be a number > 0"),
         (dict(origins=[24.0], subsample=1.5), "subsample must be a fraction"),
         (dict(origins=[24.0], batch_size=0), "batch_size must be a positive integer"),
         (dict(origin_stride=5.0, lookback=80.0, horizon=30.0, split="time"), "no train samples"),

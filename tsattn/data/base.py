@@ -169,11 +169,31 @@ class ForecastDataModule(pl.LightningDataModule):
         if self.spec is not None:
             registry.fetch(self.spec)
 
-    # -- loaders ----------------------------------------------------------------------------------------
+    # -- datasets and loaders ---------------------------------------------------------------------------
+    _datasets: Optional[dict[str, Dataset]] = None  # what setup() builds, one dataset per split
+
+    @property
+    def is_set_up(self) -> bool:
+        return self._datasets is not None
+
     def split_dataset(self, split: str) -> Dataset:
-        """The dataset of ``split`` (``"train"``, ``"val"`` or ``"test"``)."""
+        """The dataset of ``split`` (``"train"``, ``"val"`` or ``"test"``), set up on first use."""
         check_choice("split", split, SPLITS)
-        return getattr(self, f"{split}_dataset")
+        self.setup()
+        assert self._datasets is not None
+        return self._datasets[split]
+
+    @property
+    def train_dataset(self) -> Dataset:
+        return self.split_dataset("train")
+
+    @property
+    def val_dataset(self) -> Dataset:
+        return self.split_dataset("val")
+
+    @property
+    def test_dataset(self) -> Dataset:
+        return self.split_dataset("test")
 
     def _loader(self, dataset: Dataset, train: bool) -> DataLoader:
         from .windows.dataset import EpochShuffleSampler
@@ -220,10 +240,6 @@ class ForecastDataModule(pl.LightningDataModule):
 
     def _restore(self, fitted: dict[str, Any]) -> None:
         """Take ``fitted`` (a ``_fitted()`` of another data module) as given, before ``setup``."""
-        raise NotImplementedError
-
-    @property
-    def is_set_up(self) -> bool:
         raise NotImplementedError
 
     def record(self) -> dict[str, Any]:

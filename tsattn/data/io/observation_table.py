@@ -29,10 +29,12 @@ from ..observations.observation_set import (
 from ..validation import SHOW, check_choice, check_time_unit
 from .table import (
     check_reading_options,
+    choose_value_columns,
     detect_time_column,
     load_table,
     normalize_na_values,
     parse_timestamps,
+    refuse_empty_cells,
     select_value_columns,
 )
 
@@ -52,14 +54,7 @@ def _ids(frame: pd.DataFrame, id_column: Optional[str], columns: list[str], row_
             "or id_column=None to read the whole table as one series"
         )
     raw = frame[id_column]
-    absent = raw.isna().to_numpy()
-    if absent.any():
-        rows = np.flatnonzero(absent)[:SHOW]
-        raise DataError(
-            f"id column {id_column!r} has {int(absent.sum())} empty cell(s) (NaN), first at "
-            f"{', '.join(row_label(int(r)) for r in rows)}; every observation needs its series id: fill or "
-            "remove those rows"
-        )
+    refuse_empty_cells(raw, f"id column {id_column!r}", "every observation needs its series id", row_label)
     try:
         codes, uniques = pd.factorize(raw, sort=True)
     except TypeError:  # ids of mixed types
@@ -138,14 +133,8 @@ def _long_observations(frame: pd.DataFrame, variable_column: str, value_column: 
     select_value_columns(frame, [value_column], True, row_label, thousands)  # text in the value column -> error
     values = pd.to_numeric(frame[value_column]).to_numpy(dtype=np.float64, na_value=np.nan)  # [N]
     raw_var = frame[variable_column]
-    absent = raw_var.isna().to_numpy()
-    if absent.any():
-        rows = np.flatnonzero(absent)[:SHOW]
-        raise DataError(
-            f"variable column {variable_column!r} has {int(absent.sum())} empty cell(s), first at "
-            f"{', '.join(row_label(int(r)) for r in rows)}; every observation needs a variable name: fill "
-            "or remove those rows"
-        )
+    refuse_empty_cells(raw_var, f"variable column {variable_column!r}", "every observation needs a variable name",
+                       row_label)
     var_names = raw_var.astype(str).to_numpy()
     if columns is not None:
         variables = [str(c) for c in ([columns] if isinstance(columns, str) else columns)]
@@ -165,21 +154,9 @@ def _wide_observations(frame: pd.DataFrame, roles: list, columns: Optional[Seque
                        markers: list[float], row_label: RowLabel, thousands: Optional[str],
                        counts: dict[str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
     """(row [n], variable [n], value [n], variables) of a wide table: its non-empty cells, row-major."""
-    candidates = [c for c in frame.columns if c not in roles]
-    if columns is not None:
-        wanted = [columns] if isinstance(columns, str) else list(columns)
-        unknown = [c for c in wanted if c not in candidates]
-        if unknown:
-            raise DataError(
-                f"columns {unknown} are not variable columns of {source}; available: {[str(c) for c in candidates]}"
-            )
-        candidates = list(dict.fromkeys(wanted))
-    kept, dropped = select_value_columns(frame, candidates, columns is not None, row_label, thousands)
-    if not kept:
-        raise DataError(
-            f"{source} has no numeric variable columns (text or empty columns: {[str(c) for c in dropped]}); "
-            "pass variable_column= and value_column= for a long table (one observation per row)"
-        )
+    kept, dropped = choose_value_columns(
+        frame, [c for c in frame.columns if c not in roles], columns, source, row_label, thousands, kind="variable",
+        none_left="pass variable_column= and value_column= for a long table (one observation per row)")
     counts["columns_skipped"] = len(dropped)
     cells = frame[kept].apply(pd.to_numeric).to_numpy(dtype=np.float64, na_value=np.nan)  # [N, V]
     for number in markers:

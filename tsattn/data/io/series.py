@@ -38,11 +38,11 @@ from ..validation import SHOW, check_choice, check_time_unit
 from .table import (
     NaValues,
     check_reading_options,
+    choose_value_columns,
     detect_time_column,
     load_table,
     normalize_na_values,
     parse_timestamps,
-    select_value_columns,
 )
 
 __all__ = [
@@ -220,23 +220,9 @@ def check_series_options(*, missing: str = "error", duplicates: str = "error", k
 def _value_columns(frame: pd.DataFrame, time_name, columns: Optional[Sequence[str]], source: str, row_label: RowLabel,
                    thousands: Optional[str]) -> tuple[list, dict]:
     """The value columns (kept) and the text / empty columns left out (name -> why), with a warning."""
-    value_candidates = [c for c in frame.columns if c != time_name]
-    if columns is not None:
-        if isinstance(columns, str):
-            columns = [columns]
-        unknown = [c for c in columns if c not in frame.columns or c == time_name]
-        if unknown:
-            raise DataError(
-                f"columns {unknown} are not value columns of {source}; available: "
-                f"{[str(c) for c in value_candidates]}"
-            )
-        value_candidates = list(dict.fromkeys(columns))
-    kept, dropped = select_value_columns(frame, value_candidates, columns is not None, row_label, thousands)
-    if not kept:
-        raise DataError(
-            f"{source} has no numeric value columns (text columns: {[str(c) for c in dropped]}); a "
-            "forecasting series needs at least one column of numbers"
-        )
+    kept, dropped = choose_value_columns(
+        frame, [c for c in frame.columns if c != time_name], columns, source, row_label, thousands, kind="value",
+        none_left="a forecasting series needs at least one column of numbers")
     if dropped:
         reasons = ", ".join(f"{str(c)!r} ({why})" for c, why in dropped.items())
         warnings.warn(

@@ -37,10 +37,12 @@ __all__ = [
     "TIME_COLUMN_CANDIDATES",
     "NaValues",
     "check_reading_options",
+    "choose_value_columns",
     "detect_time_column",
     "load_table",
     "normalize_na_values",
     "parse_timestamps",
+    "refuse_empty_cells",
     "select_value_columns",
 ]
 
@@ -52,6 +54,40 @@ _DAY_MONTH = re.compile(r"^\s*(\d{1,2})([/.\-])(\d{1,2})\2(\d{4}|\d{2})(?!\d)")
 _THOUSANDS = re.compile(r"^\s*[+-]?\d{1,3}(,\d{3})+(\.\d*)?\s*$")
 
 NaValues = Union[str, float, Sequence[Union[str, float]], None]
+
+
+def choose_value_columns(frame: pd.DataFrame, candidates: list, columns: Optional[Sequence[str]], source: str,
+                         row_label: Callable[[int], str], thousands: Optional[str], *, kind: str,
+                         none_left: str) -> tuple[list, dict]:
+    """The numeric ``kind`` columns of ``frame`` among ``candidates`` (or the chosen ``columns``, in
+    their order) and the text / empty ones left out (name -> why). An unknown chosen column, or no
+    numeric column at all (``none_left`` says what to do then), is an error."""
+    if columns is not None:
+        wanted = [columns] if isinstance(columns, str) else list(columns)
+        unknown = [c for c in wanted if c not in candidates]
+        if unknown:
+            raise DataError(
+                f"columns {unknown} are not {kind} columns of {source}; available: {[str(c) for c in candidates]}"
+            )
+        candidates = list(dict.fromkeys(wanted))
+    kept, dropped = select_value_columns(frame, candidates, columns is not None, row_label, thousands)
+    if not kept:
+        raise DataError(
+            f"{source} has no numeric {kind} columns (text or empty columns: {[str(c) for c in dropped]}); {none_left}"
+        )
+    return kept, dropped
+
+
+def refuse_empty_cells(cells: pd.Series, what: str, need: str, row_label: Callable[[int], str]) -> None:
+    """Raise unless every cell of ``cells`` holds a value: ``"<what> has n empty cell(s), first at
+    ...; <need>: fill or remove those rows"``."""
+    absent = cells.isna().to_numpy()
+    if absent.any():
+        rows = np.flatnonzero(absent)[:SHOW]
+        raise DataError(
+            f"{what} has {int(absent.sum())} empty cell(s), first at {', '.join(row_label(int(r)) for r in rows)}; "
+            f"{need}: fill or remove those rows"
+        )
 
 
 def check_reading_options(*, dayfirst: Optional[bool] = None, thousands: Optional[str] = None, sep: str = ",") -> None:
@@ -247,14 +283,7 @@ def parse_timestamps(
                 f"time column {name!r} could not be parsed as dates ({exc}); pass time_format= "
                 "(e.g. '%Y-%m-%d %H:%M:%S') or make all timestamps use one format and time zone"
             ) from None
-    absent = raw.isna().to_numpy()
-    if absent.any():
-        rows = np.flatnonzero(absent)[:SHOW]
-        raise DataError(
-            f"time column {name!r} has {int(absent.sum())} empty cell(s), first at "
-            f"{', '.join(row_label(int(r)) for r in rows)}; every row needs a timestamp: fill or remove "
-            "those rows"
-        )
+    refuse_empty_cells(raw, f"time column {name!r}", "every row needs a timestamp", row_label)
     bad = parsed.isna().to_numpy()
     if bad.any():
         rows = np.flatnonzero(bad)[:SHOW]

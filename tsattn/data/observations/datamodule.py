@@ -277,28 +277,6 @@ class ObservationDataModule(ObservationQueries, ForecastDataModule):
             name: ForecastSampleDataset(observations.time, variable, scaled, by_split[name]) for name in SPLITS
         }
 
-    @property
-    def is_set_up(self) -> bool:
-        return self._datasets is not None
-
-    def _dataset(self, split: str) -> ForecastSampleDataset:
-        check_choice("split", split, SPLITS)
-        self.setup()
-        assert self._datasets is not None
-        return self._datasets[split]
-
-    @property
-    def train_dataset(self) -> ForecastSampleDataset:
-        return self._dataset("train")
-
-    @property
-    def val_dataset(self) -> ForecastSampleDataset:
-        return self._dataset("val")
-
-    @property
-    def test_dataset(self) -> ForecastSampleDataset:
-        return self._dataset("test")
-
     # -- what the model layer reads (the CLI links lookback, horizon, n_channels_in, target_index) --------
     @property
     def horizon(self) -> Optional[float]:
@@ -358,11 +336,11 @@ class ObservationDataModule(ObservationQueries, ForecastDataModule):
 
     def samples(self, split: str) -> ForecastSamples:
         """The samples of ``split`` (series, origin, row ranges)."""
-        return self._dataset(split).samples
+        return self.split_dataset(split).samples
 
     def split_series(self, split: str) -> np.ndarray:
         """int64: the series of ``split`` under ``split="series"``; under ``"time"`` every series."""
-        self._dataset(split)
+        self.split_dataset(split)
         if self._series_splits is None:
             return np.arange(len(self.observations), dtype=np.int64)
         return self._series_splits[split]

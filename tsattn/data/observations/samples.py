@@ -2,7 +2,7 @@
 
 A sample is a series s and a forecast origin t0 (in the set's time units):
 
-- history: every observation of s with ``t0 - history <= time < t0`` (``history=None``: all
+- history: every observation of s with ``t0 - lookback <= time < t0`` (``lookback=None``: all
   before t0);
 - targets: every observation of s with ``t0 <= time < t0 + horizon`` (``horizon=None``: all from
   t0 on), each at its own time and variable.
@@ -15,7 +15,7 @@ Origins:
 - **fixed** (``fixed_origin_samples``): the same origins in every series (PhysioNet: 24 h). A
   series with no history before an origin is an error naming it; a series with history but no
   targets is kept (it adds no loss).
-- **rolling** (``rolling_origin_samples``): in each series, ``t0 = t_first + history + k * stride``
+- **rolling** (``rolling_origin_samples``): in each series, ``t0 = t_first + lookback + k * stride``
   for k = 0, 1, ... while ``t0 + horizon <= t_last`` (the target window ends by the series' last
   observation time); an origin with no history has no sample.
 
@@ -125,7 +125,7 @@ def _rows_before(observations: ObservationSet, bound: float) -> np.ndarray:
 def fixed_origin_samples(
     observations: ObservationSet,
     origins: Sequence[float],
-    history: Optional[float] = None,
+    lookback: Optional[float] = None,
     horizon: Optional[float] = None,
 ) -> ForecastSamples:
     """One sample per (series, origin), for every series and every origin (ordered by origin, then series).
@@ -133,13 +133,13 @@ def fixed_origin_samples(
     Args:
         observations: the set.
         origins: t0 values, in the set's time units (e.g. ``[24.0]`` hours after admission).
-        history: length of the history window before t0; None: everything before t0.
+        lookback: length of the history window before t0; None: everything before t0.
         horizon: length of the target window from t0; None: everything from t0 on.
 
     Raises:
         DataError: a series has no observation in the history window of an origin (named).
     """
-    history = _check_window("history", history, required=False)
+    lookback = _check_window("lookback", lookback, required=False)
     horizon = _check_window("horizon", horizon, required=False)
     values = [float(o) for o in ([origins] if np.isscalar(origins) else origins)]
     if not values or not all(np.isfinite(values)):
@@ -149,14 +149,14 @@ def fixed_origin_samples(
     series = np.arange(len(observations), dtype=np.int64)
     parts = []
     for t0 in values:
-        start = observations.offsets[:-1] if history is None else _rows_before(observations, t0 - history)
+        start = observations.offsets[:-1] if lookback is None else _rows_before(observations, t0 - lookback)
         mid = _rows_before(observations, t0)
         stop = observations.offsets[1:] if horizon is None else _rows_before(observations, t0 + horizon)
         empty = mid == start
         if empty.any():
             k = np.flatnonzero(empty)
             ids = [shown_id(observations.series_ids[i]) for i in k[:3]]
-            window = f"[{t0 - history:g}, {t0:g})" if history is not None else f"before {t0:g}"
+            window = f"[{t0 - lookback:g}, {t0:g})" if lookback is not None else f"before {t0:g}"
             raise DataError(
                 f"{k.size} series have no observation {window} to forecast from at origin {t0:g}, e.g. series "
                 f"{', '.join(repr(i) for i in ids)} (index {', '.join(str(i) for i in k[:3])}); leave them out "
@@ -168,36 +168,36 @@ def fixed_origin_samples(
 
 def rolling_origin_samples(
     observations: ObservationSet,
-    history: float,
+    lookback: float,
     horizon: float,
     stride: float,
 ) -> ForecastSamples:
-    """Samples at origins ``t_first + history + k * stride`` of every series while ``t0 + horizon <= t_last``;
+    """Samples at origins ``t_first + lookback + k * stride`` of every series while ``t0 + horizon <= t_last``;
     origins without history have no sample (ordered by series, then origin).
 
     Args:
         observations: the set.
-        history: length of the history window (> 0).
+        lookback: length of the history window (> 0).
         horizon: length of the target window (> 0).
         stride: time between consecutive origins (> 0).
     """
-    history = _check_window("history", history, required=True)
+    lookback = _check_window("lookback", lookback, required=True)
     horizon = _check_window("horizon", horizon, required=True)
     stride = _check_window("origin_stride", stride, required=True)
-    assert history is not None and horizon is not None and stride is not None
+    assert lookback is not None and horizon is not None and stride is not None
     parts = []
     for s in range(len(observations)):
         a, b = int(observations.offsets[s]), int(observations.offsets[s + 1])
         if a == b:
             continue
         times = observations.time[a:b]
-        first = times[0] + history
+        first = times[0] + lookback
         room = times[-1] - horizon - first
         if room < 0:
             continue
         t0 = first + stride * np.arange(int(np.floor(room / stride)) + 2)
         t0 = t0[t0 + horizon <= times[-1]]
-        start = a + np.searchsorted(times, t0 - history, side="left")
+        start = a + np.searchsorted(times, t0 - lookback, side="left")
         mid = a + np.searchsorted(times, t0, side="left")
         stop = a + np.searchsorted(times, t0 + horizon, side="left")
         keep = mid > start

@@ -236,27 +236,6 @@ class CSVDataModule(ForecastDataModule):
         self._borders = borders
         self._datasets = datasets
 
-    @property
-    def is_set_up(self) -> bool:
-        return self._datasets is not None
-
-    def _dataset(self, split: str) -> WindowDataset:
-        self.setup()
-        assert self._datasets is not None
-        return self._datasets[split]
-
-    @property
-    def train_dataset(self) -> WindowDataset:
-        return self._dataset("train")
-
-    @property
-    def val_dataset(self) -> WindowDataset:
-        return self._dataset("val")
-
-    @property
-    def test_dataset(self) -> WindowDataset:
-        return self._dataset("test")
-
     # -- what the model layer reads ------------------------------------------------------------------------
     @property
     def scaler(self) -> Optional[Scaler]:
