@@ -30,7 +30,7 @@ import numbers
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Optional, Union
 
 import lightning
 import lightning.pytorch as pl
@@ -42,6 +42,7 @@ from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
 from .data.base import ForecastDataModule, find_record
 from .data.validation import SPLITS, check_choice, check_positive_int
 from .lightning import ForecastModule
+from .models.registry import estimator_defaults
 from .tasks import split_fit_options, task_of_model
 
 DataLike = Union[str, os.PathLike, pd.DataFrame, Any]
@@ -63,15 +64,17 @@ class Forecaster:
         attention: ``"softmax"`` or ``"continuous"``.
         sink: ``"zeros"``, ``"first"`` or ``"learned"``.
         rope: rotary position embedding on knot times.
-        lookback: window task: L, rows of history the model reads (a positive int; None: 336).
-            Observation task: the history span before a forecast origin, in the data's time units
-            (a number > 0; None, the default: all the history).
-        horizon: window task: H, rows it forecasts (a positive int; None: 96). Observation task:
-            the target span after a forecast origin, in the data's time units (a number > 0; None:
-            from the data: a registered dataset's protocol, or the longest target span of the
-            training samples at fixed ``origins``; the default rolling origins need a number).
-            After a fit, ``lookback`` and ``horizon`` hold the spans the model was fit with (as
-            after ``load``); a later ``fit`` samples with the values given here.
+
+        ``attention``, ``sink``, ``rope``, ``lr``, ``lr_schedule``, ``batch_size`` (None) and
+        ``model_kwargs`` default to what the model's benchmarks use (``estimator_defaults``): PatchTST
+        and the decoder softmax, zero sink, lr 1e-4, ``"type3"``, batch 128; the irregular model
+        continuous, learned sink, RoPE, lr 1e-3, ``"constant"``, batch 32, ``residual=True``.
+        lookback: window task: L, rows of history the model reads (None: 336). Observation task: the
+            history span before a forecast origin in the data's time units (None: all the history).
+        horizon: window task: H, rows it forecasts (None: 96). Observation task: the target span
+            after an origin (None: a registered dataset's protocol, or the longest target span of the
+            training samples at fixed ``origins``). After a fit, ``lookback`` and ``horizon`` hold the
+            spans the model was fit with (as after ``load``); a later ``fit`` samples with these.
         model_kwargs: further model hyperparameters (e.g. ``{"d_model": 16, "n_layers": 3}``).
         loss: ``"mse"``, ``"mae"`` or ``"huber"``.
         lr: Adam learning rate.
@@ -90,26 +93,32 @@ class Forecaster:
         self,
         model: str = "patchtst",
         *,
-        attention: str = "softmax",
-        sink: str = "zeros",
-        rope: bool = False,
+        attention: Optional[str] = None,
+        sink: Optional[str] = None,
+        rope: Optional[bool] = None,
         lookback: Optional[Union[int, float]] = None,
         horizon: Optional[Union[int, float]] = None,
         model_kwargs: Optional[dict[str, Any]] = None,
         loss: str = "mse",
-        lr: float = 1e-4,
-        lr_schedule: str = "type3",
-        batch_size: int = 128,
+        lr: Optional[float] = None,
+        lr_schedule: Optional[str] = None,
+        batch_size: Optional[int] = None,
         seed: int = 2021,
         compile: bool = False,
     ) -> None:
         self.task = task_of_model(model)
+        defaults = estimator_defaults(model)  # what the model's benchmarks train with
+        attention, sink, rope, lr, lr_schedule, batch_size = (
+            defaults[k] if v is None else v for k, v in (("attention", attention), ("sink", sink), ("rope", rope),
+                                                         ("lr", lr), ("lr_schedule", lr_schedule),
+                                                         ("batch_size", batch_size)))
         lookback, horizon = self.task.check_span("lookback", lookback), self.task.check_span("horizon", horizon)
         batch_size = check_positive_int("batch_size", batch_size)
         if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Integral) or seed < 0:
             raise ValueError(f"seed must be an integer >= 0; got {seed!r}: pass e.g. seed=2021")
         if model_kwargs is not None and not isinstance(model_kwargs, dict):
             raise ValueError(f"model_kwargs must be a dict of model hyperparameters; got {model_kwargs!r}")
+        model_kwargs = {**defaults["model_kwargs"], **(model_kwargs or {})} or None
         self.config = dict(model=model, attention=attention, sink=sink, rope=rope, model_kwargs=model_kwargs,
                            loss=loss, lr=lr, lr_schedule=lr_schedule, compile=compile, seed=int(seed))
         self._lookback, self._horizon, self.batch_size, self.seed = lookback, horizon, batch_size, int(seed)
@@ -168,12 +177,10 @@ class Forecaster:
             enable_checkpointing: bool = True, **options: Any) -> "Forecaster":
         """Train on ``data`` under the split protocol; keeps the weights of the best validation epoch.
 
-        Where runs go: with ``default_root_dir`` (a folder), Lightning's logs and checkpoints are
-        written there and kept (``best_model_path`` names the best checkpoint). Without it (the
-        default), the fit works in a temporary folder that is removed when ``fit`` returns: nothing
-        is written to the working directory, and the best weights are kept in memory (``save()``
-        writes them). ``enable_checkpointing=False`` writes no checkpoint and keeps the last
-        epoch's weights instead of the best.
+        Runs go to ``default_root_dir`` (logs and checkpoints kept; ``best_model_path``), else to a
+        temporary folder removed when ``fit`` returns (nothing is written to the working directory;
+        the best weights stay in memory, ``save()`` writes them). ``enable_checkpointing=False``
+        writes no checkpoint and keeps the last epoch's weights instead of the best.
 
         Args:
             data: a CSV path, a DataFrame, or a registered dataset name (``"ETTh1"``, ...; for the
@@ -192,12 +199,9 @@ class Forecaster:
                 ``horizon``, the target windows tiling each series), ``split``, ``split_fractions``,
                 ``max_series``, ``subsample``, ``reader_options``, ... Anything else goes to
                 ``lightning.pytorch.Trainer`` (``accelerator``, ``logger``, ``limit_train_batches``, ...).
-        Returns:
-            self.
-        Raises:
-            ValueError: an option of the other task (e.g. ``target`` for the irregular model).
-            TypeError: an option that neither the data module nor the Trainer takes (did you mean ...?).
-            DataError: the data cannot be read or sampled (naming the problem and the fix).
+        Returns self. Raises ``ValueError`` for an option of the other task (``target`` for the
+        irregular model), ``TypeError`` for one that neither the data module nor the Trainer takes
+        (with a did-you-mean), ``DataError`` when the data cannot be read or sampled.
         """
         data_options, trainer_options = split_fit_options(self.task, self.config["model"], options)
         lookback, horizon = self._given_spans
@@ -282,7 +286,7 @@ class Forecaster:
         dm.setup("test")
         trainer = pl.Trainer(accelerator=accelerator or self.accelerator, devices=1, logger=False,
                              enable_progress_bar=False, enable_model_summary=False, enable_checkpointing=False)
-        result = trainer.test(module, dataloaders=dm.dataloader(split), verbose=False)[0]
+        result = trainer.test(module, dataloaders=dm.evaluation_loader(split), verbose=False)[0]
         return {key.removeprefix("test_"): float(value) for key, value in result.items()}
 
     def predict(self, data: Optional[DataLike] = None, at: Optional[Any] = None,
@@ -307,10 +311,9 @@ class Forecaster:
         the layout of the table the model was fit on (long: one row per request; wide: a row per
         (series, time), NaN where not requested), times as the data gives them.
 
-        Raises:
-            DataError: naming the problem and the fix: data without the channels (variables) the
-                model was fit on or too short; a request at or before a series' last observation
-                (before ``origin``), beyond ``horizon``, for an unknown series or variable, repeated.
+        Raises ``DataError`` naming the problem and the fix: data without the channels (variables)
+        the model was fit on, or too short; a request before the origin, beyond ``horizon``, for an
+        unknown series or variable, or repeated.
         """
         self.task.check_request(at=at, origin=origin)
         module = self._require_fit()
@@ -351,9 +354,8 @@ class Forecaster:
         training a ``ForecastModule``, e.g. ``tsattn fit``; also tsattn 0.1's). ``~`` is expanded; the
         file is read with ``weights_only=True``.
 
-        Raises:
-            FileNotFoundError: there is no file at ``path``.
-            ValueError: the file is not a tsattn checkpoint (text, CSV, truncated, another model's).
+        Raises ``FileNotFoundError`` (no file at ``path``) or ``ValueError`` (not a tsattn checkpoint:
+        text, CSV, truncated, another model's).
         """
         path = Path(path).expanduser()
         if not path.is_file():
@@ -382,6 +384,7 @@ class Forecaster:
                 lr_schedule=hp["lr_schedule"], compile=hp["compile"],
                 batch_size=extra.get("batch_size") or (record or {}).get("batch_size") or 128,
                 seed=2021 if seed is None else seed)
+        f.config["model_kwargs"] = hp["model_kwargs"]  # as fit (no model defaults added that it was fit without)
         if "given_spans" in extra:  # a refit samples as the saved Forecaster's would (older files: the fit's spans)
             f._given_spans = tuple(extra["given_spans"])
         if record is not None:  # the spans the data gave the fit (a protocol's horizon, say)
@@ -392,9 +395,8 @@ class Forecaster:
         return f
 
     def __repr__(self) -> str:
-        state = "fit" if self.module is not None else "not fit"
-        return (f"Forecaster({self.config['model']!r}, attention={self.config['attention']!r}, "
-                f"lookback={self.lookback}, horizon={self.horizon}; {state})")
+        return (f"Forecaster({self.config['model']!r}, attention={self.config['attention']!r}, lookback={self.lookback}, "
+                f"horizon={self.horizon}; {'fit' if self.module is not None else 'not fit'})")
 
 
-__all__: Sequence[str] = ["Forecaster"]
+__all__ = ["Forecaster"]

@@ -1,4 +1,8 @@
-"""Metrics of irregular forecasts: errors per variable over every target point, then the mean over variables.
+"""Forecast errors, accumulated in float64 (a forecast in float32 of values near 1e30 still has a finite
+squared error).
+
+- ``PointError``: MSE / MAE over every forecast value (the regular benchmarks' convention).
+- ``PerVariableError``: errors per variable over every target point, then the mean over variables.
 
 This is how the irregular-series benchmarks (PhysioNet 2012 in t-PatchGNN's protocol) define MSE and
 MAE: for each variable, the mean squared (absolute) error over all of its target observations in the
@@ -14,7 +18,7 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
-__all__ = ["PerVariableError", "per_variable_mean"]
+__all__ = ["PerVariableError", "PointError", "per_variable_mean"]
 
 
 def per_variable_mean(total: Tensor, count: Tensor) -> Tensor:
@@ -57,3 +61,27 @@ class PerVariableError(Metric):
 
     def compute(self) -> dict[str, Tensor]:
         return {"mse": per_variable_mean(self.squared, self.count), "mae": per_variable_mean(self.absolute, self.count)}
+
+
+class PointError(Metric):
+    """Accumulates squared and absolute errors over every value in float64; ``compute`` returns
+    ``{"mse", "mae"}``: the means over all values seen (0 when none was)."""
+
+    full_state_update = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.add_state("squared", default=torch.zeros((), dtype=torch.float64), dist_reduce_fx="sum")
+        self.add_state("absolute", default=torch.zeros((), dtype=torch.float64), dist_reduce_fx="sum")
+        self.add_state("count", default=torch.zeros((), dtype=torch.float64), dist_reduce_fx="sum")
+
+    def update(self, pred: Tensor, target: Tensor) -> None:
+        """pred, target: [...] values of the same shape."""
+        err = pred.detach().to(torch.float64) - target.to(torch.float64)
+        self.squared += err.square().sum()
+        self.absolute += err.abs().sum()
+        self.count += err.numel()
+
+    def compute(self) -> dict[str, Tensor]:
+        count = self.count.clamp_min(1.0)
+        return {"mse": self.squared / count, "mae": self.absolute / count}

@@ -213,6 +213,16 @@ class ForecastDataModule(pl.LightningDataModule):
         """Every sample of ``split``, in order (what ``evaluate`` and the test step read)."""
         return self._loader(self.split_dataset(split), train=False)
 
+    def evaluation_loader(self, split: str) -> DataLoader:
+        """``dataloader(split)`` for an evaluation: a split without samples is an error saying so."""
+        if len(self.split_dataset(split)) == 0:
+            raise DataError(
+                f"the data gives no {split} samples for this model (lookback {self.lookback!r}, horizon "
+                f"{self.horizon!r}, the fit's split protocol): evaluate(split={split!r}) needs at least one; pass "
+                "longer (or more) series, or another split"
+            )
+        return self.dataloader(split)
+
     def train_dataloader(self) -> DataLoader:
         """Shuffled train samples: a permutation per epoch fixed by (``seed``, epoch)."""
         return self._loader(self.train_dataset, train=True)

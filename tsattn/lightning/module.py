@@ -214,7 +214,7 @@ class ForecastModule(pl.LightningModule):
 
     def _log_metrics(self, metrics: torch.nn.ModuleDict, prefix: str) -> None:
         for name, value in self.task.compute_metrics(metrics).items():
-            self.log(f"{prefix}{name}", value.float())
+            self.log(f"{prefix}{name}", value.double())  # float64: the squared errors of large values stay finite
         for metric in metrics.values():
             metric.reset()
 

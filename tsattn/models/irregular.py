@@ -170,7 +170,11 @@ class TimeFeatures(nn.Module):
         return self.out(torch.cat([self.linear(t), torch.sin(self.periodic(t))], dim=-1))
 
 
-@register_model("irregular", task="observations")
+# Forecaster("irregular") trains the PhysioNet configuration (configs/physionet2012/): continuous
+# attention, a learned sink, RoPE on real times, the residual form (it starts at the last observation).
+@register_model("irregular", task="observations", defaults=dict(
+    attention="continuous", sink="learned", rope=True, lr=1e-3, lr_schedule="constant", batch_size=32,
+    model_kwargs={"residual": True, "dropout": 0.0}))
 class IrregularTransformer(nn.Module):
     """Forecasts observations of irregular multivariate series at requested (time, variable) points.
 

@@ -18,28 +18,43 @@ A model registers itself next to its class::
 """
 from __future__ import annotations
 
-from typing import Callable, TypeVar, Union
+from typing import Any, Callable, Optional, TypeVar, Union
 
 from torch import nn
 
-__all__ = ["MODELS", "TASKS", "get_model_class", "model_task", "register_model", "unregister_model"]
+__all__ = ["ESTIMATOR_DEFAULTS", "MODELS", "TASKS", "estimator_defaults", "get_model_class", "model_task",
+           "register_model", "unregister_model"]
 
 TASKS = ("window", "observations")
 MODELS: dict[str, type[nn.Module]] = {}
+# what Forecaster(name) trains with when it is not told: the settings a model's benchmarks use
+ESTIMATOR_DEFAULTS = {"attention": "softmax", "sink": "zeros", "rope": False, "lr": 1e-4, "lr_schedule": "type3",
+                      "batch_size": 128, "model_kwargs": {}}
+_DEFAULTS: dict[str, dict[str, Any]] = {}
 
 M = TypeVar("M", bound=type)
 
 
-def register_model(name: str, *, task: str) -> Callable[[M], M]:
-    """Register the decorated class as the model ``name`` of ``task`` (``"window"`` or ``"observations"``)."""
+def register_model(name: str, *, task: str, defaults: Optional[dict[str, Any]] = None) -> Callable[[M], M]:
+    """Register the decorated class as the model ``name`` of ``task`` (``"window"`` or ``"observations"``).
+
+    ``defaults``: what ``Forecaster(name)`` uses for the settings it is not given (``attention``,
+    ``sink``, ``rope``, ``lr``, ``lr_schedule``, ``batch_size``, ``model_kwargs``), over
+    ``ESTIMATOR_DEFAULTS``: the configuration the model's benchmarks use, so that a model made with no
+    settings is a good one.
+    """
     if task not in TASKS:
         raise ValueError(f"task must be one of {TASKS}; got {task!r}")
+    unknown = sorted(set(defaults or {}) - set(ESTIMATOR_DEFAULTS))
+    if unknown:
+        raise ValueError(f"defaults {unknown} are not estimator settings; known: {sorted(ESTIMATOR_DEFAULTS)}")
 
     def register(cls: M) -> M:
         if name in MODELS and MODELS[name] is not cls:
             raise ValueError(f"a model named {name!r} is registered already ({MODELS[name].__name__})")
         cls.task = task
         MODELS[name] = cls
+        _DEFAULTS[name] = dict(defaults or {})
         return cls
 
     return register
@@ -48,6 +63,13 @@ def register_model(name: str, *, task: str) -> Callable[[M], M]:
 def unregister_model(name: str) -> None:
     """Remove the model ``name`` (e.g. one a test registered)."""
     MODELS.pop(name, None)
+    _DEFAULTS.pop(name, None)
+
+
+def estimator_defaults(name: str) -> dict[str, Any]:
+    """The estimator settings ``Forecaster(name)`` uses when not told (``ESTIMATOR_DEFAULTS`` and the model's)."""
+    get_model_class(name)
+    return {**ESTIMATOR_DEFAULTS, **_DEFAULTS.get(name, {})}
 
 
 def get_model_class(name: str) -> type[nn.Module]:

@@ -126,7 +126,8 @@ class ObservationTask(Task):
         pred = self.forward(module, batch)
         target, var, mask = batch["y_value"], batch["y_var"], batch["y_mask"]
         metrics["scaled"].update(pred, target, var, mask)
-        metrics["orig"].update(pred * module.y_scale[var], target * module.y_scale[var], var, mask)
+        scale = module.y_scale.double()[var]
+        metrics["orig"].update(pred.double() * scale, target.double() * scale, var, mask)
 
     def compute_metrics(self, metrics: nn.ModuleDict) -> dict[str, Tensor]:
         scaled, orig = metrics["scaled"].compute(), metrics["orig"].compute()

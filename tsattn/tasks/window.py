@@ -3,7 +3,7 @@ next H rows [B, H, C_out] (PatchTST, the patch decoder).
 
 Batches are ``CSVDataModule``'s: ``"x"`` [B, L, C_in], ``"y"`` [B, H, C_out], ``"t_x"`` [B, L]. The
 metrics are MSE / MAE over every forecast value, on the scaled data (the published convention) and
-in original units.
+in original units, accumulated in float64.
 """
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any, Optional, Protocol, Union, runtime_checka
 import pandas as pd
 import torch.nn.functional as F
 from torch import Tensor, nn
-from torchmetrics import MeanAbsoluteError, MeanSquaredError, MetricCollection
 
 from ..data.validation import check_positive_int
 from ..data.windows.datamodule import CSVDataModule
+from ..metrics import PointError
 from .base import Task
 
 if TYPE_CHECKING:
@@ -97,22 +97,20 @@ class WindowTask(Task):
         return batch["x"].shape[0]
 
     def metrics(self, n_outputs: int) -> nn.ModuleDict:
-        return nn.ModuleDict({part: MetricCollection({"mse": MeanSquaredError(), "mae": MeanAbsoluteError()})
-                              for part in ("scaled", "orig")})
+        return nn.ModuleDict({"scaled": PointError(), "orig": PointError()})
 
     def update_metrics(self, module: "ForecastModule", batch: dict[str, Tensor], metrics: nn.ModuleDict) -> None:
         pred, y = self.forward(module, batch), batch["y"]
-        metrics["scaled"].update(pred.reshape(-1), y.reshape(-1))
-        metrics["orig"].update(self.to_original(module, pred, batch).reshape(-1),
-                               self.to_original(module, y, batch).reshape(-1))
+        metrics["scaled"].update(pred, y)
+        metrics["orig"].update(self.to_original(module, pred.double(), batch), self.to_original(module, y.double(), batch))
 
     def compute_metrics(self, metrics: nn.ModuleDict) -> dict[str, Tensor]:
         scaled, orig = metrics["scaled"].compute(), metrics["orig"].compute()
         return {"mse": scaled["mse"], "mae": scaled["mae"], "mse_orig": orig["mse"], "mae_orig": orig["mae"]}
 
     def to_original(self, module: "ForecastModule", pred: Tensor, batch: dict[str, Tensor]) -> Tensor:
-        """[..., C_out] scaled -> original units (the output channels' scaler statistics)."""
-        return pred * module.y_scale + module.y_mean
+        """[..., C_out] scaled -> original units (the output channels' scaler statistics, in ``pred``'s dtype)."""
+        return pred * module.y_scale.to(pred.dtype) + module.y_mean.to(pred.dtype)
 
     # -- forecasting ------------------------------------------------------------------------------------
     def check_request(self, *, at: Optional[Any] = None, origin: Optional[Any] = None) -> None:

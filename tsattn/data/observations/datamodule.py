@@ -28,6 +28,7 @@ from ..base import ForecastDataModule
 from ..errors import DataError
 from ..io.observation_table import read_observations
 from ..io.readers import get_reader
+from ..io.table import parse_timestamps
 from ..scaling import SCALER_KINDS, Scaler, fit_observation_scaler
 from ..validation import SPLITS, check_choice, check_optional_choice, check_positive_int, check_time_unit
 from .dataset import ForecastSampleDataset, collate_forecast_samples
@@ -43,6 +44,10 @@ SUBSAMPLE_UNITS = ("time", "observation")
 _DEFAULT_FRACTIONS = {"series": (0.6, 0.2, 0.2), "time": (0.7, 0.1, 0.2)}
 _TABLE_COLUMNS = ("id_column", "variable_column", "value_column")
 _ONLY_FOR_THE_FIT_SOURCE = ("max_series", "subsample", "subsample_by", "subsample_seed")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
 
 
 class ObservationDataModule(ObservationQueries, ForecastDataModule):
@@ -189,8 +194,9 @@ class ObservationDataModule(ObservationQueries, ForecastDataModule):
                 "give either origins=[t0, ...] (fixed forecast origins, e.g. [24.0]) or origin_stride=<time between "
                 "rolling origins> (with lookback= and horizon=), not both and not neither"
             )
-        if self.origins is not None:
-            self.origins = [float(o) for o in ([self.origins] if np.isscalar(self.origins) else self.origins)]
+        if self.origins is not None:  # numbers (time units), or timestamps (read at setup, per series)
+            given = [self.origins] if np.isscalar(self.origins) or isinstance(self.origins, pd.Timestamp) else self.origins
+            self.origins = [float(o) if _is_number(o) else str(o) for o in given]
         self.lookback = pick("lookback", lookback)
         self._horizon_given = pick("horizon", horizon)
         self.split = pick("split", split, "time" if origin_stride is not None else "series")
@@ -250,13 +256,13 @@ class ObservationDataModule(ObservationQueries, ForecastDataModule):
             return
         observations = self.observations
         if self.origins is not None:
-            samples = fixed_origin_samples(observations, self.origins, self.lookback, self._horizon_given)
+            samples = fixed_origin_samples(observations, self._origin_times(), self.lookback, self._horizon_given)
         else:
             samples = rolling_origin_samples(observations, self.lookback, self._horizon_given, self.origin_stride)
         split = split_samples(observations, samples, self.split, self.split_fractions, self.split_seed,
                               self.scale_from, self._horizon_given)
         by_split, fit_rows, self._series_splits, self._borders = split
-        if len(by_split["train"]) == 0:
+        if len(by_split["train"]) == 0 and not self._fitted_given:  # a fitted model evaluates what is there
             raise DataError(
                 f"no train samples: {len(samples)} sample(s) in all, none of them in the train split (split="
                 f"{self.split!r}, fractions {self.split_fractions}); use a shorter lookback / horizon, more data, or "
@@ -276,6 +282,25 @@ class ObservationDataModule(ObservationQueries, ForecastDataModule):
         self._datasets = {
             name: ForecastSampleDataset(observations.time, variable, scaled, by_split[name]) for name in SPLITS
         }
+
+    def _origin_times(self) -> Union[list[float], np.ndarray]:
+        """The fixed origins in the set's time units: numbers as given, or for datetime data timestamps
+        as each series' own time since its first timestamp ([K, S])."""
+        if all(isinstance(o, float) for o in self.origins):
+            return list(self.origins)
+        observations = self.observations
+        if observations.time_unit is None:
+            raise DataError(
+                f"origins={self.origins!r} hold timestamps, but the data's times are numbers (as given, e.g. hours "
+                "since admission): give origins as numbers in those units, e.g. origins=[24.0]"
+            )
+        stamps = parse_timestamps(pd.Series([str(o) for o in self.origins]), "origins", self.table_options["time_format"],
+                                  lambda r: f"origins[{r}]", self.table_options["dayfirst"])
+        first = observations.origins.as_unit("ns").asi8                                  # [S]
+        if (stamps.tz is None) != (observations.origins.tz is None):
+            raise DataError("origins and the data's timestamps must both have a time zone or both have none")
+        ns = stamps.as_unit("ns").asi8[:, None]                                          # [K, 1]
+        return (ns - first[None, :]).astype(np.float64) / float(observations.time_unit.value)  # [K, S]
 
     # -- what the model layer reads (the CLI links lookback, horizon, n_channels_in, target_index) --------
     @property

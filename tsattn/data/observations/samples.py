@@ -31,7 +31,7 @@ Splits:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Union
 
 import numpy as np
 from sklearn.model_selection import train_test_split
@@ -116,15 +116,16 @@ def _check_window(name: str, value: Optional[float], required: bool) -> Optional
     return float(value)
 
 
-def _rows_before(observations: ObservationSet, bound: float) -> np.ndarray:
-    """int64 [S]: per series, the first row with time >= bound (rows are sorted by time)."""
+def _rows_before(observations: ObservationSet, bound) -> np.ndarray:
+    """int64 [S]: per series, the first row with time >= bound (a number, or one per series [S])."""
+    bound = bound if np.isscalar(bound) else np.asarray(bound)[observations.series_index]
     counts = np.bincount(observations.series_index[observations.time < bound], minlength=len(observations))
     return observations.offsets[:-1] + counts
 
 
 def fixed_origin_samples(
     observations: ObservationSet,
-    origins: Sequence[float],
+    origins: Union[Sequence[float], np.ndarray],
     lookback: Optional[float] = None,
     horizon: Optional[float] = None,
 ) -> ForecastSamples:
@@ -132,7 +133,9 @@ def fixed_origin_samples(
 
     Args:
         observations: the set.
-        origins: t0 values, in the set's time units (e.g. ``[24.0]`` hours after admission).
+        origins: t0 values in the set's time units (e.g. ``[24.0]`` hours after admission), the same
+            for every series; or float64 [K, S], each series' own K origins (absolute timestamps read
+            as each series' time since its first one).
         lookback: length of the history window before t0; None: everything before t0.
         horizon: length of the target window from t0; None: everything from t0 on.
 
@@ -141,8 +144,9 @@ def fixed_origin_samples(
     """
     lookback = _check_window("lookback", lookback, required=False)
     horizon = _check_window("horizon", horizon, required=False)
-    values = [float(o) for o in ([origins] if np.isscalar(origins) else origins)]
-    if not values or not all(np.isfinite(values)):
+    per_series = isinstance(origins, np.ndarray) and origins.ndim == 2
+    values = list(origins) if per_series else [float(o) for o in ([origins] if np.isscalar(origins) else origins)]
+    if not values or not all(np.all(np.isfinite(v)) for v in values):
         raise DataError(f"origins must be a non-empty list of finite times; got {origins!r}")
     if len(observations) == 0:
         raise DataError("the observation set holds no series")
@@ -156,13 +160,15 @@ def fixed_origin_samples(
         if empty.any():
             k = np.flatnonzero(empty)
             ids = [shown_id(observations.series_ids[i]) for i in k[:3]]
-            window = f"[{t0 - lookback:g}, {t0:g})" if lookback is not None else f"before {t0:g}"
+            at = float(t0 if np.isscalar(t0) else t0[k[0]])
+            window = f"[{at - lookback:g}, {at:g})" if lookback is not None else f"before {at:g}"
             raise DataError(
-                f"{k.size} series have no observation {window} to forecast from at origin {t0:g}, e.g. series "
+                f"{k.size} series have no observation {window} to forecast from at origin {at:g}, e.g. series "
                 f"{', '.join(repr(i) for i in ids)} (index {', '.join(str(i) for i in k[:3])}); leave them out "
                 "(ObservationSet.subset), or use a later origin or a longer history"
             )
-        parts.append(ForecastSamples(series, np.full(len(series), t0), start, mid, stop))
+        parts.append(ForecastSamples(series, np.broadcast_to(np.asarray(t0, dtype=np.float64), series.shape).copy(),
+                                     start, mid, stop))
     return ForecastSamples.concatenate(parts)
 
 

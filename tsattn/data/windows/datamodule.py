@@ -160,15 +160,14 @@ class CSVDataModule(ForecastDataModule):
     def _read(self) -> SeriesTable:
         if self._table is None:
             source = self._local_files()[0] if self.spec is not None else self._data
-            table = read_series(source, **self.table_options, time_unit=self._time_unit, freq=self._freq,
-                                **self.read_options)
-            self._selection = select_channels(table.columns, self.features, self.target, dropped=table.dropped_columns)
-            self._table = table
+            self._table = read_series(source, **self.table_options, time_unit=self._time_unit, freq=self._freq,
+                                      **self.read_options)
         return self._table
 
     def _channels(self) -> ChannelSelection:
-        self._read()
-        assert self._selection is not None
+        if self._selection is None:
+            table = self._read()
+            self._selection = select_channels(table.columns, self.features, self.target, dropped=table.dropped_columns)
         return self._selection
 
     def _spec_only(self) -> bool:  # the counts come from the registry: a registered file not local yet
@@ -222,8 +221,17 @@ class CSVDataModule(ForecastDataModule):
             return
         self._prepare()
         table, selection = self._read(), self._channels()
-        borders = split_borders(len(table), self.lookback, self.split)
-        borders.check_windows(self.horizon)
+        try:
+            borders = split_borders(len(table), self.lookback, self.split)
+        except DataError as exc:
+            if not self._fitted_given:
+                raise
+            raise DataError(  # a fitted model's data module evaluates: say what evaluation lacks
+                f"the data has {len(table)} rows, too few for the model's lookback ({self.lookback}) under the fit's "
+                f"split protocol {self.split!r} ({exc}): evaluating needs longer data"
+            ) from None
+        if not self._fitted_given:  # a fit needs windows in every split; a fitted model evaluates what is there
+            borders.check_windows(self.horizon)
         values, ticks, marks = self._values, self._ticks, self._marks
         assert values is not None and ticks is not None
         datasets = {}
