@@ -25,25 +25,25 @@ unit, frequency, variables, spans). So a model forecasts the same before and aft
 from __future__ import annotations
 
 import contextlib
-import inspect
 import numbers
 import os
 import tempfile
 from pathlib import Path
 from typing import Any, Optional, Union
 
-import lightning
 import lightning.pytorch as pl
 import numpy as np
 import pandas as pd
 import torch
 from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
 
-from .data.base import ForecastDataModule, find_record
+from .checkpoints import read_checkpoint, write_checkpoint
+from .data.base import ForecastDataModule
 from .data.validation import SPLITS, check_choice, check_positive_int
 from .lightning import ForecastModule
 from .models.registry import estimator_defaults
 from .tasks import split_fit_options, task_of_model
+from .tasks.quantiles import quantiles_from
 
 DataLike = Union[str, os.PathLike, pd.DataFrame, Any]
 
@@ -81,6 +81,11 @@ class Forecaster:
         lr_schedule: ``"type3"``, ``"onecycle"`` or ``"constant"`` (see ``ForecastModule``).
         batch_size: windows (observation task: samples, and series in ``predict``) per batch.
         seed: seeds weights, shuffling and dropout (an int >= 0); a fit is repeatable on CPU.
+        quantiles: a probabilistic forecast: the quantile levels to forecast (e.g. ``[0.1, 0.5, 0.9]``;
+            the median is added and is the point forecast), trained with the pinball loss; ``predict``
+            adds the intervals (``OT-lo-80``, ``OT-hi-80``: ``tsattn.tasks.quantiles``).
+        levels: the same said as central intervals in percent (``[80, 95]``); not with ``quantiles``.
+        calibrate: after a fit, calibrate the intervals on the validation split (``calibrate()``).
         compile: ``torch.compile`` the model for training and evaluation (off by default: on CPU
             the eager models train faster); ``predict`` always runs the eager model. The
             observation task always runs eagerly (ragged shapes; a warning says so).
@@ -105,6 +110,9 @@ class Forecaster:
         batch_size: Optional[int] = None,
         seed: int = 2021,
         compile: bool = False,
+        quantiles: Optional[list[float]] = None,
+        levels: Optional[list[float]] = None,
+        calibrate: bool = False,
     ) -> None:
         self.task = task_of_model(model)
         defaults = estimator_defaults(model)  # what the model's benchmarks train with
@@ -120,7 +128,11 @@ class Forecaster:
             raise ValueError(f"model_kwargs must be a dict of model hyperparameters; got {model_kwargs!r}")
         model_kwargs = {**defaults["model_kwargs"], **(model_kwargs or {})} or None
         self.config = dict(model=model, attention=attention, sink=sink, rope=rope, model_kwargs=model_kwargs,
-                           loss=loss, lr=lr, lr_schedule=lr_schedule, compile=compile, seed=int(seed))
+                           loss=loss, lr=lr, lr_schedule=lr_schedule, compile=compile, seed=int(seed),
+                           quantiles=quantiles_from(quantiles, levels))
+        if calibrate and not self.config["quantiles"]:
+            raise ValueError("calibrate=True widens or narrows intervals: give quantiles=[...] or levels=[...] too")
+        self.calibrate_on_fit = bool(calibrate)
         self._lookback, self._horizon, self.batch_size, self.seed = lookback, horizon, batch_size, int(seed)
         self._given_spans = (lookback, horizon)  # what a fit samples with (fit fills lookback / horizon in)
         # validate the model's settings now rather than after the data is read
@@ -213,6 +225,21 @@ class Forecaster:
         self._lookback, self._horizon = facts["lookback"], facts["horizon"]  # as a loaded model reports them
         self._train(module, dm, max_epochs=max_epochs, patience=patience, callbacks=callbacks,
                     default_root_dir=default_root_dir, enable_checkpointing=enable_checkpointing, **trainer_options)
+        if self.calibrate_on_fit:
+            self.calibrate()
+        return self
+
+    def calibrate(self, data: Optional[DataLike] = None, split: str = "val") -> "Forecaster":
+        """Conformal calibration of a quantile model's intervals on ``split`` of ``data`` (default: the
+        fit's validation split): each interval is widened (or narrowed) per output channel (variable)
+        so that it holds its level's share of those targets (conformalized quantile regression). The
+        intervals then cover their level on data like the calibration data, whatever the quantile
+        head learnt; the median (the point forecast) does not move. Kept by ``save``."""
+        module = self._require_fit()
+        check_choice("split", split, SPLITS)
+        dm = self._datamodule(data)
+        dm.setup("test")
+        module.calibrate(dm.evaluation_loader(split))
         return self
 
     def _train(self, module: ForecastModule, dm: ForecastDataModule, *, max_epochs: int, patience: Optional[int],
@@ -323,65 +350,22 @@ class Forecaster:
     def save(self, path: Union[str, os.PathLike]) -> Path:
         """Write a Lightning checkpoint (weights, hyperparameters, the data record) to ``path``,
         atomically. ``~`` is expanded. ``ForecastModule.load_from_checkpoint(path)`` reads it too."""
-        module = self._require_fit()
-        path = Path(path).expanduser()
-        if path.is_dir():
-            raise ValueError(f"{str(path)!r} is a directory; give a file name such as 'model.ckpt'")
-        if not path.parent.exists():
-            raise ValueError(f"the folder {str(path.parent)!r} does not exist; create it first")
-        checkpoint = {
-            "state_dict": module.state_dict(),
-            "hyper_parameters": dict(module.hparams),
-            self.task.datamodule_class.__qualname__: self.data_record,
-            "tsattn_forecaster": {"lookback": self.lookback, "horizon": self.horizon,
-                                  "given_spans": list(self._given_spans), "batch_size": self.batch_size,
-                                  "seed": self.seed},
-            "pytorch-lightning_version": lightning.__version__,
-        }
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        os.close(fd)
-        try:
-            torch.save(checkpoint, tmp)
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-        return path
+        estimator = {"lookback": self.lookback, "horizon": self.horizon, "given_spans": list(self._given_spans),
+                     "batch_size": self.batch_size, "seed": self.seed}
+        return write_checkpoint(path, self._require_fit(), self.data_record, self.task.datamodule_class.__qualname__,
+                                estimator)
 
     @classmethod
     def load(cls, path: Union[str, os.PathLike], map_location: str = "cpu") -> "Forecaster":
         """A Forecaster from a checkpoint written by ``save`` (or by a ``ModelCheckpoint`` while
         training a ``ForecastModule``, e.g. ``tsattn fit``; also tsattn 0.1's). ``~`` is expanded; the
-        file is read with ``weights_only=True``.
-
-        Raises ``FileNotFoundError`` (no file at ``path``) or ``ValueError`` (not a tsattn checkpoint:
-        text, CSV, truncated, another model's).
-        """
-        path = Path(path).expanduser()
-        if not path.is_file():
-            raise FileNotFoundError(f"no checkpoint at {str(path)!r}")
-        not_ours = (f"{str(path)!r} is not a tsattn checkpoint; pass a file written by Forecaster.save() or by "
-                    "a ModelCheckpoint while training a ForecastModule (e.g. `tsattn fit`)")
-        try:
-            checkpoint = torch.load(path, map_location=map_location, weights_only=True)
-        except Exception as exc:  # text, CSV, truncated zip, foreign pickle: all mean the same to the user
-            raise ValueError(f"{not_ours} (it could not be read as a PyTorch checkpoint: {type(exc).__name__})") from None
-        hp = checkpoint.get("hyper_parameters") if isinstance(checkpoint, dict) else None
-        if not isinstance(hp, dict) or "model" not in hp or not isinstance(checkpoint.get("state_dict"), dict):
-            raise ValueError(f"{not_ours} (it is a PyTorch file without a tsattn model's hyperparameters and weights)")
-        known = inspect.signature(ForecastModule).parameters
-        try:
-            module = ForecastModule(**{k: v for k, v in hp.items() if k in known})
-            module.load_state_dict(checkpoint["state_dict"])
-        except (RuntimeError, ValueError, TypeError) as exc:
-            raise ValueError(f"{not_ours} (its weights do not fit the model it describes: {exc})") from None
-        module.to(map_location)
-        extra = checkpoint.get("tsattn_forecaster") or {}
-        record = find_record(checkpoint)
+        file is read with ``weights_only=True``. Raises ``FileNotFoundError`` or ``ValueError`` (not a
+        tsattn checkpoint: text, CSV, truncated, another model's)."""
+        module, hp, record, extra = read_checkpoint(path, map_location)
         seed = extra.get("seed") if extra.get("seed") is not None else hp.get("seed")
         f = cls(hp["model"], attention=hp["attention"], sink=hp["sink"], rope=hp["rope"], lookback=hp["lookback"],
                 horizon=hp["horizon"], model_kwargs=hp["model_kwargs"], loss=hp["loss"], lr=hp["lr"],
-                lr_schedule=hp["lr_schedule"], compile=hp["compile"],
+                lr_schedule=hp["lr_schedule"], compile=hp["compile"], quantiles=hp.get("quantiles"),
                 batch_size=extra.get("batch_size") or (record or {}).get("batch_size") or 128,
                 seed=2021 if seed is None else seed)
         f.config["model_kwargs"] = hp["model_kwargs"]  # as fit (no model defaults added that it was fit without)

@@ -21,8 +21,9 @@ from ..data.base import ForecastDataModule
 from ..models.registry import get_model_class
 from ..nn import ATTENTIONS, SINKS
 from ..tasks import task_of_model
+from ..tasks.quantiles import QuantileSpec, quantiles_from
 
-LOSSES = ("mse", "mae", "huber")
+LOSSES = ("mse", "mae", "huber", "pinball")
 LR_SCHEDULES = ("type3", "onecycle", "constant")
 LOSS_REDUCTIONS = ("variable", "point")
 
@@ -73,6 +74,10 @@ class ForecastModule(pl.LightningModule):
             observation task have ragged, data-dependent shapes and run eagerly (a warning says so).
         seed: reseed torch's RNG before every train step with (seed, step), so dropout masks depend
             only on the step and a run resumed from a checkpoint repeats an uninterrupted one. None: off.
+        quantiles: None (a point forecast) or the quantile levels of a probabilistic forecast (e.g.
+            ``[0.1, 0.5, 0.9]``; the median is added if absent): the model gives one value per
+            quantile, sorted, trained with the pinball loss (``loss`` must then stay ``"mse"``, its
+            default, or be ``"pinball"``); the median is the point forecast (``tsattn.tasks.quantiles``).
     """
 
     def __init__(
@@ -95,8 +100,12 @@ class ForecastModule(pl.LightningModule):
         pct_start: float = 0.3,
         compile: bool = False,
         seed: Optional[int] = None,
+        quantiles: Optional[list[float]] = None,
     ) -> None:
         super().__init__()
+        quantiles = quantiles_from(quantiles, None)
+        if quantiles is not None and loss not in ("mse", "pinball"):
+            raise ValueError(f"a quantile model trains with the pinball loss; leave `loss` at its default (got {loss!r})")
         for name, value, choices in (("attention", attention, ATTENTIONS), ("sink", sink, SINKS),
                                      ("loss", loss, LOSSES), ("lr_schedule", lr_schedule, LR_SCHEDULES),
                                      ("loss_reduction", loss_reduction, LOSS_REDUCTIONS)):
@@ -112,8 +121,12 @@ class ForecastModule(pl.LightningModule):
         # scaler statistics of the output channels (or variables): original-scale metrics and forecasts
         self.register_buffer("y_mean", torch.zeros(n_out))
         self.register_buffer("y_scale", torch.ones(n_out))
-        self.val_metrics = self.task.metrics(n_out)
-        self.test_metrics = self.task.metrics(n_out)
+        self.quantile_spec = None if quantiles is None else QuantileSpec.of(quantiles)
+        if self.quantile_spec is not None:  # conformal widening of each interval per output column (scaled units)
+            self.register_buffer("interval_shift", torch.zeros(len(self.quantile_spec.pairs), n_out))
+            self.register_buffer("calibrated", torch.tensor(False))
+        self.val_metrics = self.task.metrics(n_out, self.quantile_spec)
+        self.test_metrics = self.task.metrics(n_out, self.quantile_spec)
 
     # -- wiring ------------------------------------------------------------------------------------
     def setup(self, stage: str) -> None:
@@ -200,6 +213,40 @@ class ForecastModule(pl.LightningModule):
         with self.task.context():
             return super().backward(loss, *args, **kwargs)
 
+    @torch.no_grad()
+    def calibrate(self, loader: Any, min_points: int = 30) -> Tensor:
+        """Conformal calibration of a quantile model's intervals on ``loader`` (the validation split):
+        per interval and output column, the shift that makes the interval hold a share ``level`` of
+        the points (conformalized quantile regression: the ``ceil((n + 1) level) / n`` empirical
+        quantile of the scores ``max(lo - y, y - hi)``); a column with fewer than ``min_points``
+        points takes the shift of all columns pooled. Sets and returns ``interval_shift`` [K, C]."""
+        spec = self.quantile_spec
+        if spec is None or not spec.pairs:
+            raise ValueError("calibration needs a quantile model with at least one interval (quantiles=[0.1, 0.5, 0.9])")
+        was_training = self.training
+        self.eval()
+        self.calibrated.fill_(False)
+        scores, columns = [], []
+        try:
+            for batch in loader:
+                batch = {key: value.to(self.device) for key, value in batch.items()}
+                with torch.compiler.set_stance("force_eager"):
+                    s, c = self.task.interval_scores(self, batch)
+                scores.append(s.double())
+                columns.append(c)
+        finally:
+            self.train(was_training)
+        score, column = torch.cat(scores), torch.cat(columns)                    # [N, K], [N]
+        shift = torch.zeros_like(self.interval_shift, dtype=torch.float64)
+        for k, (level, _, _) in enumerate(spec.pairs):
+            pooled = _conformal_quantile(score[:, k], level / 100.0)
+            for c in range(shift.shape[1]):
+                own = score[column == c, k]
+                shift[k, c] = _conformal_quantile(own, level / 100.0) if own.numel() >= min_points else pooled
+        self.interval_shift.copy_(shift.to(self.interval_shift.dtype))
+        self.calibrated.fill_(True)
+        return self.interval_shift
+
     # -- steps -------------------------------------------------------------------------------------
     def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> Tensor:
         loss = self.task.training_loss(self, batch)
@@ -255,3 +302,13 @@ class ForecastModule(pl.LightningModule):
             opt, max_lr=self.hparams.lr, total_steps=int(total), pct_start=self.hparams.pct_start
         )
         return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
+
+
+def _conformal_quantile(scores: Tensor, level: float) -> Tensor:
+    """The ``ceil((n + 1) level) / n`` empirical quantile of ``scores`` [n] (its largest value when that
+    exceeds 1; 0 for no scores)."""
+    n = scores.numel()
+    if n == 0:
+        return scores.new_zeros(())
+    k = min(n, math.ceil((n + 1) * level))
+    return scores.sort().values[k - 1]

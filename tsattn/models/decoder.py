@@ -29,8 +29,8 @@ import torch
 from torch import Tensor, nn
 
 from ..nn import Dropout, FeedForward, MultiHeadAttention, RevIN, causal_patch_statistics
+from .patchtst import check_quantile_count, check_window, patch_positions
 from .registry import register_model
-from .patchtst import check_window, patch_positions
 
 
 class DecoderBlock(nn.Module):
@@ -100,6 +100,8 @@ class PatchDecoder(nn.Module):
         learned_pos: add a learned positional embedding per token index.
         softmax_sink: force (True) / forbid (False) the sink key in softmax; None = only for
             "first"/"learned" sinks.
+        n_quantiles: None (a point forecast) or Q: Q values per forecast point (an extra last
+            axis of every output), e.g. the quantiles of a probabilistic forecast.
     """
 
     # every channel is forecast from its own history (channels folded into the batch; eval mode)
@@ -125,8 +127,10 @@ class PatchDecoder(nn.Module):
         revin_affine: bool = False,
         learned_pos: bool = True,
         softmax_sink: Optional[bool] = None,
+        n_quantiles: Optional[int] = None,
     ) -> None:
         super().__init__()
+        check_quantile_count(n_quantiles)
         if not causal:
             raise ValueError("PatchDecoder is causal by construction; `causal=False` is not supported")
         if lookback < patch_len:
@@ -150,7 +154,8 @@ class PatchDecoder(nn.Module):
             for _ in range(n_layers)
         )
         self.norm_out = nn.LayerNorm(d_model)
-        self.head = nn.Linear(d_model, horizon)
+        self.n_quantiles = n_quantiles
+        self.head = nn.Linear(d_model, horizon * (n_quantiles or 1))
 
     def token_positions(self, t_x: Optional[Tensor]) -> Optional[Tensor]:
         """Patch positions [B, n_tokens] from knot times [B, L]; None stays None (= 0..n-1)."""
@@ -159,7 +164,8 @@ class PatchDecoder(nn.Module):
         return patch_positions(t_x, self.patch_starts, self.patch_len)
 
     def forward_tokens(self, x: Tensor, t_x: Optional[Tensor] = None) -> Tensor:
-        """Every token's forecast: x [B, L, C], t_x [B, L] | None -> [B, n_tokens, H, C].
+        """Every token's forecast: x [B, L, C], t_x [B, L] | None -> [B, n_tokens, H, C] (with
+        ``n_quantiles``: [B, n_tokens, H, C, Q]).
 
         Row h of token i forecasts row ``first_row + (i + 1) * patch_len + h`` of the series that
         continues the window; it depends only on rows < first_row + (i + 1) * patch_len.
@@ -181,7 +187,12 @@ class PatchDecoder(nn.Module):
             positions = positions.repeat_interleave(C, dim=0)        # [B*C, n]
         for block in self.blocks:
             u = block(u, positions)                                  # [B*C, n, d]
-        y = self.head(self.norm_out(u))                              # [B*C, n, H]
+        y = self.head(self.norm_out(u))                              # [B*C, n, H (* Q)]
+        if self.n_quantiles is not None:                             # [B, n, Q, H, C]: channels last for RevIN
+            y = y.reshape(B, C, n, self.horizon, self.n_quantiles).permute(0, 2, 4, 3, 1)
+            if self.revin is not None:
+                y = self.revin.denormalize(y, mean[:, :, None], std[:, :, None])
+            return y.permute(0, 1, 3, 4, 2)                          # [B, n, H, C, Q]
         y = y.reshape(B, C, n, self.horizon).permute(0, 2, 3, 1)     # [B, n, H, C]
         if self.revin is not None:
             y = self.revin.denormalize(y, mean, std)
@@ -205,6 +216,7 @@ class PatchDecoder(nn.Module):
     def training_pairs(self, x: Tensor, t_x: Optional[Tensor], y: Tensor,
                        index: Union[list[int], slice]) -> tuple[Tensor, Tensor]:
         """What the training loss compares: every token's forecast of the output channels ``index``
-        and its targets, [B, n_tokens, H, C_out] each (a causal decoder learns from every token)."""
-        tokens = self.forward_tokens(x, t_x)                             # [B, n, H, C_in]
-        return tokens[..., index], self.token_targets(x[..., index], y)  # [B, n, H, C_out] each
+        and its targets, [B, n_tokens, H, C_out] each (a causal decoder learns from every token; the
+        forecasts have a last axis Q with ``n_quantiles``)."""
+        tokens = self.forward_tokens(x, t_x)                                 # [B, n, H, C_in (, Q)]
+        return tokens[:, :, :, index], self.token_targets(x[..., index], y)  # [B, n, H, C_out (, Q)], [B, n, H, C_out]

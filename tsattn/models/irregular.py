@@ -48,6 +48,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..nn import Dropout, FeedForward, MultiHeadAttention
+from .patchtst import check_quantile_count
 from .registry import register_model
 
 __all__ = ["IrregularTransformer"]
@@ -208,6 +209,9 @@ class IrregularTransformer(nn.Module):
             the output layer starts at zero, so an untrained model forecasts the last observation.
             Persistence is a strong forecast for slowly moving variables (vital signs, lab values)
             and this keeps it within reach of the model from the first step.
+        n_quantiles: None (one value per query, [B, Ny]) or Q: Q values per query ([B, Ny, Q]),
+            e.g. the quantiles of a probabilistic forecast (with ``residual``, each is a change
+            from the last value, all starting at it).
     """
 
     def __init__(
@@ -229,8 +233,10 @@ class IrregularTransformer(nn.Module):
         rope_base: float = 10000.0,
         n_buckets: int = 8,
         residual: bool = False,
+        n_quantiles: Optional[int] = None,
     ) -> None:
         super().__init__()
+        check_quantile_count(n_quantiles)
         if n_variables < 1:
             raise ValueError(f"`n_variables` must be >= 1, got {n_variables}")
         if not (time_scale > 0 and math.isfinite(time_scale)):
@@ -263,7 +269,8 @@ class IrregularTransformer(nn.Module):
         self.decoder = nn.ModuleList(_Block(d_model, n_heads, d_ff, dropout, **temporal)
                                      for _ in range(n_decoder_layers))
         self.norm_out = nn.LayerNorm(d_model)
-        self.head = nn.Linear(d_model, 1)
+        self.n_quantiles = n_quantiles
+        self.head = nn.Linear(d_model, n_quantiles or 1)
         self.residual = residual
         if residual:
             nn.init.zeros_(self.head.weight)
@@ -389,10 +396,11 @@ class IrregularTransformer(nn.Module):
                 o = o.index_copy(0, index, og[g_slot, g_rank])
             x = x + attn.output(o)
             x = x + block.dropout(block.ff(block.norm_ffn(x)))
-        out_flat = self.head(self.norm_out(x)).squeeze(-1)                                # [Q]
+        out_flat = self.head(self.norm_out(x))                                            # [Q, 1 or n_quantiles]
         if self.residual:
-            out_flat = out_flat + q_last[:, 0]                                            # 0 if never observed
-
-        out = y_time.new_zeros(y_time.numel())
+            out_flat = out_flat + q_last[:, :1]                                           # 0 if never observed
+        width = out_flat.shape[1]
+        out = y_time.new_zeros(y_time.numel(), width)
         out[q_order] = out_flat
-        return out.view_as(y_time)
+        out = out.view(*y_time.shape, width)
+        return out if self.n_quantiles is not None else out.squeeze(-1)

@@ -41,6 +41,12 @@ from ..nn import BatchNormTokens, Dropout, FeedForward, MultiHeadAttention, RevI
 from .registry import register_model
 
 
+def check_quantile_count(n_quantiles: Optional[int]) -> None:
+    """Raise unless ``n_quantiles`` is None or an int >= 1."""
+    if n_quantiles is not None and (isinstance(n_quantiles, bool) or not isinstance(n_quantiles, int) or n_quantiles < 1):
+        raise ValueError(f"`n_quantiles` must be None or an integer >= 1, got {n_quantiles!r}")
+
+
 def check_window(x: Tensor, t_x: Optional[Tensor], n_channels: int, lookback: int) -> None:
     """Raise ValueError unless x is [B, lookback, n_channels] and t_x is None or [B, lookback]."""
     if x.dim() != 3 or x.shape[1] != lookback or x.shape[2] != n_channels:
@@ -137,6 +143,9 @@ class PatchTST(nn.Module):
         revin: reversible instance normalisation with statistics of the lookback.
         revin_affine: learnable per-channel affine in RevIN (official run script: False).
         learned_pos: add the learned positional embedding (the paper: True).
+        n_quantiles: None (a point forecast [B, H, C]) or Q: Q values per forecast point
+            ([B, H, C, Q], the head's outputs Q times as many), e.g. the quantiles of a
+            probabilistic forecast (``tsattn.tasks`` sorts them).
         softmax_sink: force (True) / forbid (False) the sink key in softmax; None = only for
             "first"/"learned" sinks.
     """
@@ -167,8 +176,10 @@ class PatchTST(nn.Module):
         revin_affine: bool = False,
         learned_pos: bool = True,
         softmax_sink: Optional[bool] = None,
+        n_quantiles: Optional[int] = None,
     ) -> None:
         super().__init__()
+        check_quantile_count(n_quantiles)
         if padding_patch not in ("end", None):
             raise ValueError(f"`padding_patch` must be 'end' or None, got {padding_patch!r}")
         padded = lookback + (stride if padding_patch == "end" else 0)
@@ -192,7 +203,8 @@ class PatchTST(nn.Module):
             )
             for _ in range(n_layers)
         )
-        self.head = nn.Linear(d_model * self.n_patches, horizon)
+        self.n_quantiles = n_quantiles
+        self.head = nn.Linear(d_model * self.n_patches, horizon * (n_quantiles or 1))
         self.head_dropout = Dropout(head_dropout)
 
     def token_positions(self, t_x: Optional[Tensor]) -> Optional[Tensor]:
@@ -225,7 +237,12 @@ class PatchTST(nn.Module):
         for layer in self.layers:
             u = layer(u, positions)                                  # [B*C, n, d]
         u = u.reshape(B, C, self.n_patches, -1).transpose(-1, -2)    # [B, C, d, n] (official order)
-        y = self.head_dropout(self.head(u.flatten(-2)))              # [B, C, H]
+        y = self.head_dropout(self.head(u.flatten(-2)))              # [B, C, H (* Q)]
+        if self.n_quantiles is not None:                             # [B, Q, H, C]: channels last for RevIN
+            y = y.reshape(B, C, self.horizon, self.n_quantiles).permute(0, 3, 2, 1)
+            if self.revin is not None:
+                y = self.revin.denormalize(y, mean[:, None], std[:, None])
+            return y.permute(0, 2, 3, 1)                             # [B, H, C, Q]
         y = y.permute(0, 2, 1)                                       # [B, H, C]
         if self.revin is not None:
             y = self.revin.denormalize(y, mean, std)
@@ -233,6 +250,6 @@ class PatchTST(nn.Module):
 
     def training_pairs(self, x: Tensor, t_x: Optional[Tensor], y: Tensor,
                        index: Union[list[int], slice]) -> tuple[Tensor, Tensor]:
-        """What the training loss compares: the forecast's output channels ``index`` [B, H, C_out] and
-        the targets ``y`` [B, H, C_out]."""
-        return self(x, t_x)[..., index], y
+        """What the training loss compares: the forecast's output channels ``index`` [B, H, C_out]
+        (``[B, H, C_out, Q]`` with ``n_quantiles``) and the targets ``y`` [B, H, C_out]."""
+        return self(x, t_x)[:, :, index], y

@@ -86,6 +86,32 @@ class Task:
     def build_net(self, cls: type[nn.Module], hparams: Any) -> nn.Module:
         raise NotImplementedError
 
+    def model_kwargs(self, hparams: Any) -> dict[str, Any]:
+        """The model's keyword arguments: ``model_kwargs``, and ``n_quantiles`` for a quantile model."""
+        kwargs = dict(hparams.model_kwargs or {})
+        if hparams.get("quantiles"):
+            kwargs["n_quantiles"] = len(hparams.quantiles)
+        return kwargs
+
+    def finish_quantiles(self, module: "ForecastModule", pred: Tensor, column: Optional[Tensor]) -> Tensor:
+        """A quantile model's raw outputs [..., Q] sorted (``sorted_quantiles``) and, once calibrated,
+        each interval widened by its conformal shift (``module.interval_shift`` [K, C]: per interval and
+        output column; ``column`` [...] says each point's column, None: the axis before Q); a point
+        model's outputs as they are."""
+        spec = module.quantile_spec
+        if spec is None:
+            return pred
+        pred = sorted_quantiles(pred, spec.median)
+        if not bool(module.calibrated) or not spec.pairs:
+            return pred
+        shift = module.interval_shift.to(pred.dtype)                       # [K, C]
+        shift = shift[:, column] if column is not None else shift  # [K, ...] per point, or [K, C]
+        pred = pred.clone()
+        for k, (_, lo, hi) in enumerate(spec.pairs):
+            pred[..., lo] = pred[..., lo] - shift[k]
+            pred[..., hi] = pred[..., hi] + shift[k]
+        return sorted_quantiles(pred, spec.median)
+
     def n_outputs(self, hparams: Any) -> int:
         """Output channels (variables): the length of the output scaler."""
         return len(hparams.target_index) if hparams.target_index is not None else hparams.n_channels
@@ -100,14 +126,29 @@ class Task:
     def batch_size(self, batch: dict[str, Tensor]) -> int:
         raise NotImplementedError
 
-    def metrics(self, n_outputs: int) -> nn.ModuleDict:
+    def metrics(self, n_outputs: int, quantiles: Any = None) -> nn.ModuleDict:
+        """The metrics of ``update_metrics``: ``"scaled"`` and ``"orig"`` point errors, and for a quantile
+        model (``quantiles``: its ``QuantileSpec``) ``"quantiles"`` / ``"quantiles_orig"``."""
         raise NotImplementedError
 
     def update_metrics(self, module: "ForecastModule", batch: dict[str, Tensor], metrics: nn.ModuleDict) -> None:
         raise NotImplementedError
 
     def compute_metrics(self, metrics: nn.ModuleDict) -> dict[str, Tensor]:
-        """``{"mse", "mae", "mse_orig", "mae_orig"}`` over everything ``update_metrics`` saw."""
+        """``{"mse", "mae", "mse_orig", "mae_orig"}`` over everything ``update_metrics`` saw (of the
+        median, for a quantile model), and for a quantile model ``quantile_loss`` (and ``_orig``), each
+        quantile's pinball loss and each interval's ``coverage_<level>``."""
+        scaled, orig = metrics["scaled"].compute(), metrics["orig"].compute()
+        out = {"mse": scaled["mse"], "mae": scaled["mae"], "mse_orig": orig["mse"], "mae_orig": orig["mae"]}
+        if "quantiles" in metrics:
+            out.update(metrics["quantiles"].compute())
+            units = metrics["quantiles_orig"].compute()
+            out.update({f"{k}_orig": v for k, v in units.items() if not k.startswith("coverage")})
+        return out
+
+    def interval_scores(self, module: "ForecastModule", batch: dict[str, Tensor]) -> tuple[Tensor, Tensor]:
+        """Conformity scores of a quantile model's intervals on ``batch`` (``conformity_scores``) [N, K]
+        and each point's output column [N] (its channel or variable)."""
         raise NotImplementedError
 
     def to_original(self, module: "ForecastModule", pred: Tensor, batch: dict[str, Tensor]) -> Tensor:
@@ -127,6 +168,21 @@ class Task:
                  origin: Optional[Any] = None) -> pd.DataFrame:
         """Forecasts in original units, as a DataFrame in the data's layout (see ``Forecaster.predict``)."""
         raise NotImplementedError
+
+
+def sorted_quantiles(pred: Tensor, median: int) -> Tensor:
+    """Quantile forecasts [..., Q] in increasing order along the last axis, the median's value kept at
+    its position ``median`` (the lower quantiles clamped to at most it, the upper to at least it)."""
+    mid = pred[..., median:median + 1]
+    low = torch.minimum(pred[..., :median], mid).sort(dim=-1).values
+    high = torch.maximum(pred[..., median + 1:], mid).sort(dim=-1).values
+    return torch.cat([low, mid, high], dim=-1)
+
+
+def conformity_scores(pred: Tensor, target: Tensor, spec: Any) -> Tensor:
+    """Conformalized quantile regression's scores: for each interval ``(lo, hi)`` of ``spec`` and each
+    point, ``max(lo - y, y - hi)`` (negative inside the interval) -> [N, K]; ``pred`` [N, Q], ``target`` [N]."""
+    return torch.stack([torch.maximum(pred[:, lo] - target, target - pred[:, hi]) for _, lo, hi in spec.pairs], dim=1)
 
 
 def point_loss(kind: str, pred: Tensor, target: Tensor, huber_delta: float) -> Tensor:

@@ -18,8 +18,9 @@ from ..data import registry
 from ..data.errors import DataError
 from ..data.observations.datamodule import ObservationDataModule
 from ..data.validation import SPLITS, check_span
-from ..metrics import PerVariableError
-from .base import Task, point_loss
+from ..metrics import PerVariableError, QuantileError
+from .base import Task, conformity_scores, point_loss
+from .quantiles import QuantileSpec, pinball_loss
 
 if TYPE_CHECKING:
     from ..lightning.module import ForecastModule
@@ -89,7 +90,7 @@ class ObservationTask(Task):
 
     def build_net(self, cls: type[nn.Module], hparams: Any) -> nn.Module:
         return cls(hparams.n_channels, attention=hparams.attention, sink=hparams.sink, rope=hparams.rope,
-                   **(hparams.model_kwargs or {}))
+                   **self.model_kwargs(hparams))
 
     @contextlib.contextmanager
     def context(self) -> Iterator[None]:
@@ -99,13 +100,19 @@ class ObservationTask(Task):
             yield
 
     def forward(self, module: "ForecastModule", batch: dict[str, Tensor]) -> Tensor:
+        """[B, Ny] (quantile models: [B, Ny, Q], sorted, calibrated), scaled units, 0 at padding."""
         with self.context():
-            return module.net(*(batch[key] for key in INPUTS))
+            pred = module.net(*(batch[key] for key in INPUTS))
+        return self.finish_quantiles(module, pred, batch["y_var"])
 
     def training_loss(self, module: "ForecastModule", batch: dict[str, Tensor]) -> Tensor:
         pred = self.forward(module, batch)
         mask, target = batch["y_mask"], batch["y_value"]
-        per_point = point_loss(module.hparams.loss, pred, target, module.hparams.huber_delta)[mask]
+        spec = module.quantile_spec
+        if spec is not None:
+            per_point = pinball_loss(pred, target, spec.quantiles).mean(-1)[mask]
+        else:
+            per_point = point_loss(module.hparams.loss, pred, target, module.hparams.huber_delta)[mask]
         if module.hparams.loss_reduction == "point" or per_point.numel() == 0:
             return per_point.mean() if per_point.numel() else pred.sum() * 0.0
         var = batch["y_var"][mask]
@@ -118,25 +125,40 @@ class ObservationTask(Task):
     def batch_size(self, batch: dict[str, Tensor]) -> int:
         return batch["y_var"].shape[0]
 
-    def metrics(self, n_outputs: int) -> nn.ModuleDict:
-        """Per-variable errors on the scaled data ("scaled") and in the variables' own units ("orig")."""
-        return nn.ModuleDict({"scaled": PerVariableError(n_outputs), "orig": PerVariableError(n_outputs)})
+    def metrics(self, n_outputs: int, quantiles: Optional[QuantileSpec] = None) -> nn.ModuleDict:
+        """Per-variable errors on the scaled data ("scaled") and in the variables' own units ("orig");
+        a quantile model's pinball loss per variable and interval coverage over every point."""
+        parts = {"scaled": PerVariableError(n_outputs), "orig": PerVariableError(n_outputs)}
+        if quantiles is not None:
+            for part in ("quantiles", "quantiles_orig"):
+                parts[part] = QuantileError(quantiles.quantiles, quantiles.pairs, n_outputs, per_group=True)
+        return nn.ModuleDict(parts)
 
     def update_metrics(self, module: "ForecastModule", batch: dict[str, Tensor], metrics: nn.ModuleDict) -> None:
         pred = self.forward(module, batch)
         target, var, mask = batch["y_value"], batch["y_var"], batch["y_mask"]
-        metrics["scaled"].update(pred, target, var, mask)
+        spec = module.quantile_spec
+        point = pred if spec is None else pred[..., spec.median]
+        metrics["scaled"].update(point, target, var, mask)
         scale = module.y_scale.double()[var]
-        metrics["orig"].update(pred.double() * scale, target.double() * scale, var, mask)
+        metrics["orig"].update(point.double() * scale, target.double() * scale, var, mask)
+        if spec is not None:
+            metrics["quantiles"].update(pred[mask], target[mask], var[mask])
+            metrics["quantiles_orig"].update(pred[mask].double() * scale[mask][:, None], (target.double() * scale)[mask],
+                                             var[mask])
 
-    def compute_metrics(self, metrics: nn.ModuleDict) -> dict[str, Tensor]:
-        scaled, orig = metrics["scaled"].compute(), metrics["orig"].compute()
-        return {"mse": scaled["mse"], "mae": scaled["mae"], "mse_orig": orig["mse"], "mae_orig": orig["mae"]}
+    def to_original(self, module: "ForecastModule", pred: Tensor, batch: Optional[dict[str, Tensor]]) -> Tensor:
+        """Scaled forecasts [B, Ny] (or [B, Ny, Q]) -> original units (each query's variable's
+        statistics); 0 at padding."""
+        var, mask = batch["y_var"], batch["y_mask"]
+        scale, mean = module.y_scale[var], module.y_mean[var]
+        if pred.dim() == var.dim() + 1:
+            scale, mean, mask = scale[..., None], mean[..., None], mask[..., None]
+        return torch.where(mask, pred * scale + mean, 0.0)
 
-    def to_original(self, module: "ForecastModule", pred: Tensor, batch: dict[str, Tensor]) -> Tensor:
-        """Scaled forecasts [B, Ny] -> original units (each query's variable's statistics); 0 at padding."""
-        var = batch["y_var"]
-        return torch.where(batch["y_mask"], pred * module.y_scale[var] + module.y_mean[var], 0.0)
+    def interval_scores(self, module: "ForecastModule", batch: dict[str, Tensor]) -> tuple[Tensor, Tensor]:
+        pred, mask = self.forward(module, batch), batch["y_mask"]
+        return conformity_scores(pred[mask], batch["y_value"][mask], module.quantile_spec), batch["y_var"][mask]
 
     # -- forecasting ------------------------------------------------------------------------------------
     def forecast(self, module: "ForecastModule", dm: ObservationDataModule, *, at: Optional[Any] = None,
@@ -144,4 +166,4 @@ class ObservationTask(Task):
         """Every request of ``at`` (from each series' last observation, or from ``origin``), in the layout
         of the table the model was fit on, in original units."""
         batches, requests = dm.queries(at=at, origin=origin)
-        return dm.forecast_frame(requests, batches.forecast(module.forecast))
+        return dm.forecast_frame(requests, batches.forecast(module.forecast), module.quantile_spec)

@@ -11,13 +11,15 @@ import warnings
 from typing import TYPE_CHECKING, Any, Optional, Protocol, Union, runtime_checkable
 
 import pandas as pd
+import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..data.validation import check_positive_int
 from ..data.windows.datamodule import CSVDataModule
-from ..metrics import PointError
-from .base import Task
+from ..metrics import PointError, QuantileError
+from .base import Task, conformity_scores, sorted_quantiles
+from .quantiles import QuantileSpec, pinball_loss
 
 if TYPE_CHECKING:
     from ..lightning.module import ForecastModule
@@ -75,17 +77,22 @@ class WindowTask(Task):
 
     def build_net(self, cls: type[nn.Module], hparams: Any) -> nn.Module:
         return cls(hparams.n_channels, hparams.lookback, hparams.horizon, attention=hparams.attention,
-                   sink=hparams.sink, rope=hparams.rope, **(hparams.model_kwargs or {}))
+                   sink=hparams.sink, rope=hparams.rope, **self.model_kwargs(hparams))
 
     def forward(self, module: "ForecastModule", batch: dict[str, Tensor]) -> Tensor:
+        """[B, H, C_out] (quantile models: [B, H, C_out, Q], sorted, calibrated), scaled units."""
         y = module.net(batch["x"], batch.get("t_x"))
         index = module.hparams.target_index
-        return y if index is None else y[..., index]
+        y = y if index is None else y[:, :, index]                       # channels: axis 2 of [B, H, C (, Q)]
+        return self.finish_quantiles(module, y, None)
 
     def training_loss(self, module: "ForecastModule", batch: dict[str, Tensor]) -> Tensor:
         index = module.hparams.target_index
         pred, target = module.net.training_pairs(batch["x"], batch.get("t_x"), batch["y"],
                                                  slice(None) if index is None else index)
+        spec = module.quantile_spec
+        if spec is not None:
+            return pinball_loss(sorted_quantiles(pred, spec.median), target, spec.quantiles).mean()
         kind = module.hparams.loss
         if kind == "mae":
             return F.l1_loss(pred, target)
@@ -96,21 +103,38 @@ class WindowTask(Task):
     def batch_size(self, batch: dict[str, Tensor]) -> int:
         return batch["x"].shape[0]
 
-    def metrics(self, n_outputs: int) -> nn.ModuleDict:
-        return nn.ModuleDict({"scaled": PointError(), "orig": PointError()})
+    def metrics(self, n_outputs: int, quantiles: Optional[QuantileSpec] = None) -> nn.ModuleDict:
+        parts = {"scaled": PointError(), "orig": PointError()}
+        if quantiles is not None:
+            for part in ("quantiles", "quantiles_orig"):
+                parts[part] = QuantileError(quantiles.quantiles, quantiles.pairs, n_outputs)
+        return nn.ModuleDict(parts)
 
     def update_metrics(self, module: "ForecastModule", batch: dict[str, Tensor], metrics: nn.ModuleDict) -> None:
-        pred, y = self.forward(module, batch), batch["y"]
-        metrics["scaled"].update(pred, y)
-        metrics["orig"].update(self.to_original(module, pred.double(), batch), self.to_original(module, y.double(), batch))
+        pred, y = self.forward(module, batch), batch["y"]                 # [B, H, C_out (, Q)], [B, H, C_out]
+        spec = module.quantile_spec
+        point = pred if spec is None else pred[..., spec.median]
+        metrics["scaled"].update(point, y)
+        metrics["orig"].update(self.to_original(module, point.double(), batch), self.to_original(module, y.double(), batch))
+        if spec is not None:
+            channel = torch.arange(y.shape[-1], device=y.device).expand_as(y).reshape(-1)
+            metrics["quantiles"].update(pred.reshape(-1, len(spec)), y.reshape(-1), channel)
+            metrics["quantiles_orig"].update(self.to_original(module, pred.double(), batch).reshape(-1, len(spec)),
+                                             self.to_original(module, y.double(), batch).reshape(-1), channel)
 
-    def compute_metrics(self, metrics: nn.ModuleDict) -> dict[str, Tensor]:
-        scaled, orig = metrics["scaled"].compute(), metrics["orig"].compute()
-        return {"mse": scaled["mse"], "mae": scaled["mae"], "mse_orig": orig["mse"], "mae_orig": orig["mae"]}
+    def to_original(self, module: "ForecastModule", pred: Tensor, batch: Optional[dict[str, Tensor]]) -> Tensor:
+        """[..., C_out] (or [..., C_out, Q]) scaled -> original units (the output channels' statistics,
+        in ``pred``'s dtype)."""
+        scale, mean = module.y_scale.to(pred.dtype), module.y_mean.to(pred.dtype)
+        if module.quantile_spec is not None and pred.dim() >= 2 and pred.shape[-1] == len(module.quantile_spec) \
+                and pred.shape[-2] == scale.shape[0]:
+            scale, mean = scale[:, None], mean[:, None]
+        return pred * scale + mean
 
-    def to_original(self, module: "ForecastModule", pred: Tensor, batch: dict[str, Tensor]) -> Tensor:
-        """[..., C_out] scaled -> original units (the output channels' scaler statistics, in ``pred``'s dtype)."""
-        return pred * module.y_scale.to(pred.dtype) + module.y_mean.to(pred.dtype)
+    def interval_scores(self, module: "ForecastModule", batch: dict[str, Tensor]) -> tuple[Tensor, Tensor]:
+        pred, y = self.forward(module, batch), batch["y"]                 # [B, H, C, Q], [B, H, C]
+        channel = torch.arange(y.shape[-1], device=y.device).expand_as(y)
+        return conformity_scores(pred.reshape(-1, pred.shape[-1]), y.reshape(-1), module.quantile_spec), channel.reshape(-1)
 
     # -- forecasting ------------------------------------------------------------------------------------
     def check_request(self, *, at: Optional[Any] = None, origin: Optional[Any] = None) -> None:
@@ -127,6 +151,11 @@ class WindowTask(Task):
         frequency), one column per output channel, in original units."""
         self.check_request(at=at, origin=origin)
         window = dm.last_window()
-        y = module.forecast({"x": window["x"][None], "t_x": window["t_x"][None]})[0]  # [H, C_out], original units
+        y = module.forecast({"x": window["x"][None], "t_x": window["t_x"][None]})[0]  # [H, C_out (, Q)], units
         future = pd.DatetimeIndex(dm.future_timestamps(), name=dm.time_column_name)
-        return pd.DataFrame(y.cpu().numpy(), index=future, columns=list(dm.target_names))
+        spec = module.quantile_spec
+        if spec is None:
+            return pd.DataFrame(y.cpu().numpy(), index=future, columns=list(dm.target_names))
+        values = y.cpu().numpy()
+        columns = {name: values[:, c, q] for c, channel in enumerate(dm.target_names) for name, q in spec.columns(channel)}
+        return pd.DataFrame(columns, index=future)

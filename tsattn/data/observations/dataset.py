@@ -222,8 +222,12 @@ class QueryBatches:
             yield chosen, (row, rank), batch
 
     def forecast(self, forecast_batch: Callable[[dict[str, torch.Tensor]], torch.Tensor]) -> np.ndarray:
-        """Every query's forecast [Q] (float64): ``forecast_batch(batch) -> [B, Ny]`` on each batch."""
-        out = np.empty(len(self.time), dtype=np.float64)
+        """Every query's forecast [Q] (float64): ``forecast_batch(batch) -> [B, Ny]`` on each batch (or
+        [B, Ny, K], K values per query, e.g. quantiles: then [Q, K])."""
+        out: Optional[np.ndarray] = None
         for positions, (row, rank), batch in self:
-            out[positions] = forecast_batch(batch).detach().cpu().double().numpy()[row, rank]
-        return out
+            pred = forecast_batch(batch).detach().cpu().double().numpy()[row, rank]     # [q] or [q, K]
+            if out is None:
+                out = np.empty((len(self.time), *pred.shape[1:]), dtype=np.float64)
+            out[positions] = pred
+        return np.empty(len(self.time)) if out is None else out

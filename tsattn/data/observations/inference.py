@@ -75,9 +75,10 @@ class ObservationQueries:
         batches = QueryBatches(history, sample_of[requests.series], requests.time, requests.variable, self.batch_size)
         return batches, requests
 
-    def forecast_frame(self, requests: Requests, values: np.ndarray) -> pd.DataFrame:
-        """Forecasts [Q] of ``requests`` (original units) in the layout of the table the model was fit on."""
-        return forecast_frame(requests, values, self.request_context())
+    def forecast_frame(self, requests: Requests, values: np.ndarray, quantiles: Optional[Any] = None) -> pd.DataFrame:
+        """Forecasts [Q] (a quantile model's [Q, K] and its ``QuantileSpec``) of ``requests``, in original
+        units, in the layout of the table the model was fit on."""
+        return forecast_frame(requests, values, self.request_context(), quantiles)
 
     def table_columns(self) -> dict[str, Any]:
         """The layout of the input table and its column names: ``{"layout": "long" | "wide", "id",

@@ -258,15 +258,20 @@ def check_requests(requests: Requests, ctx: RequestContext, last: np.ndarray, *,
         )
 
 
-def forecast_frame(requests: Requests, values: np.ndarray, ctx: RequestContext) -> pd.DataFrame:
-    """Forecasts [Q] in the layout of the table the model was fit on (see ``Forecaster.predict``)."""
+def forecast_frame(requests: Requests, values: np.ndarray, ctx: RequestContext,
+                   quantiles: Optional[Any] = None) -> pd.DataFrame:
+    """Forecasts ``values`` [Q] (a quantile model's: [Q, K], ``quantiles`` its ``QuantileSpec``) in the
+    layout of the table the model was fit on (see ``Forecaster.predict``): a quantile model's median
+    under the value (variable) column, its intervals beside it (``<column>-lo-80``, ``-hi-80``)."""
     columns, variables = ctx.columns, ctx.variables
     ids = ctx.observations.series_ids[requests.series]
+    parts = [("", values)] if quantiles is None else [(suffix, values[:, k]) for suffix, k in quantiles.suffixes()]
     if columns["layout"] == "long":
         frame = {} if columns["id"] is None else {columns["id"]: ids}
         frame[columns["time"]] = requests.shown
         frame[columns["variable"]] = np.asarray(variables, dtype=object)[requests.variable]
-        frame[columns["value"]] = values
+        for suffix, part in parts:
+            frame[f"{columns['value']}{suffix}"] = part
         return pd.DataFrame(frame)
     key = pd.DataFrame({"s": requests.series, "t": requests.time})
     row = key.groupby(["s", "t"], sort=False).ngroup().to_numpy()                    # [Q] first-appearance order
@@ -274,10 +279,15 @@ def forecast_frame(requests: Requests, values: np.ndarray, ctx: RequestContext) 
     shown_columns = requests.columns or variables
     column_of = np.full(len(variables), -1, dtype=np.int64)
     column_of[[variables.index(v) for v in shown_columns]] = np.arange(len(shown_columns))
-    cells = np.full((len(first), len(shown_columns)), np.nan)
-    cells[row, column_of[requests.variable]] = values
-    frame = pd.DataFrame(cells, columns=shown_columns)
+    blocks = {}
+    for suffix, part in parts:
+        cells = np.full((len(first), len(shown_columns)), np.nan)
+        cells[row, column_of[requests.variable]] = part
+        blocks[suffix] = cells
+    frame = pd.DataFrame({f"{name}{suffix}": blocks[suffix][:, j] for j, name in enumerate(shown_columns)
+                          for suffix, _ in parts})
     frame.insert(0, columns["time"], requests.shown[first])
     if columns["id"] is not None:
         frame.insert(0, columns["id"], ids[first])
     return frame
+

@@ -1,0 +1,146 @@
+"""Probabilistic forecasts: quantile heads on both tasks, never crossing, the median as the point
+forecast, intervals as columns in the input's layout and in units, conformal calibration, and the
+errors for quantiles and levels that make no sense."""
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from tsattn import Forecaster
+from tsattn.lightning import ForecastModule
+from tsattn.tasks.quantiles import QuantileSpec, pinball_loss, quantiles_from
+
+QUIET = dict(logger=False, enable_progress_bar=False, enable_model_summary=False)
+TINY_WINDOW = {"patch_len": 8, "stride": 4, "n_layers": 1, "n_heads": 2, "d_model": 8, "d_ff": 16, "dropout": 0.0}
+TINY_IRREGULAR = {"d_model": 8, "n_heads": 2, "n_layers": 1, "d_ff": 16, "time_features": 4}
+
+
+def series(rows: int = 1200, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    t = np.arange(rows)
+    return pd.DataFrame({"date": pd.date_range("2022-01-01", periods=rows, freq="h"),
+                         "a": 10 + 3 * np.sin(2 * np.pi * t / 24) + rng.standard_normal(rows),
+                         "OT": 50 + 8 * np.cos(2 * np.pi * t / 24) + 2 * rng.standard_normal(rows)})
+
+
+def observations(n_series: int = 6, hours: int = 240, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    parts = []
+    for k in range(n_series):
+        for name, level in (("hr", 70.0), ("temp", 37.0)):
+            t = np.sort(rng.choice(hours, size=hours // 2, replace=False)).astype(float)
+            parts.append(pd.DataFrame({"patient": f"p{k}", "hours": t, "name": name,
+                                       "value": level + 3 * np.sin(t / 6 + k) + rng.standard_normal(t.size)}))
+    return pd.concat(parts).sort_values(["patient", "hours", "name"]).reset_index(drop=True)
+
+
+LONG = dict(id_column="patient", time_column="hours", variable_column="name", value_column="value")
+
+
+def test_quantiles_and_levels_are_one_vocabulary():
+    assert quantiles_from(None, [80, 95]) == [0.025, 0.1, 0.5, 0.9, 0.975]
+    assert quantiles_from([0.1, 0.9], None) == [0.1, 0.5, 0.9]  # the median is always there
+    spec = QuantileSpec.of([0.025, 0.1, 0.5, 0.7, 0.9, 0.975])
+    assert spec.pairs == ((95.0, 0, 5), (80.0, 1, 4)) and spec.median == 2 and spec.singles == (3,)
+    assert [c for c, _ in spec.columns("OT")] == ["OT", "OT-lo-95", "OT-hi-95", "OT-lo-80", "OT-hi-80", "OT-q0.7"]
+
+
+@pytest.mark.parametrize("kwargs, phrase", [
+    (dict(quantiles=[0.1, 1.0]), r"levels in \(0, 1\); got \[1.0\]"),
+    (dict(quantiles=[0.0, 0.5]), r"levels in \(0, 1\); got \[0.0\]"),
+    (dict(quantiles=[0.9, 0.1]), "increasing, each given once"),
+    (dict(quantiles=[0.1, 0.1, 0.9]), "increasing, each given once"),
+    (dict(levels=[80, 100]), r"each in \(0, 100\); got \[100.0\]"),
+    (dict(levels=[0.8]), None),  # a level of 0.8 % is a (narrow) interval, not an error
+    (dict(levels=[80, 80]), "levels repeat"),
+    (dict(quantiles=[0.1, 0.9], levels=[80]), "not both"),
+    (dict(quantiles="0.9"), "non-empty list of numbers"),
+    (dict(calibrate=True), "give quantiles"),
+])
+def test_bad_quantiles_are_errors_naming_the_fix(kwargs, phrase):
+    if phrase is None:
+        assert Forecaster("patchtst", **kwargs).config["quantiles"] == [0.496, 0.5, 0.504]
+        return
+    with pytest.raises(ValueError, match=phrase):
+        Forecaster("patchtst", **kwargs)
+
+
+def test_pinball_loss():
+    pred = torch.tensor([[1.0, 2.0, 3.0]])
+    loss = pinball_loss(pred, torch.tensor([2.5]), [0.1, 0.5, 0.9])
+    assert torch.allclose(loss, torch.tensor([[0.15, 0.25, 0.05]]))
+
+
+@pytest.mark.parametrize("model", ["patchtst", "decoder"])
+def test_window_quantiles_never_cross_and_the_median_is_the_point(model):
+    torch.manual_seed(0)
+    kwargs = TINY_WINDOW if model == "patchtst" else {"patch_len": 8, "n_layers": 1, "n_heads": 2, "d_model": 8, "d_ff": 16}
+    module = ForecastModule(model, n_channels=2, lookback=32, horizon=8, model_kwargs=kwargs, target_index=[1],
+                            quantiles=[0.05, 0.25, 0.5, 0.75, 0.95])
+    with torch.no_grad():  # a head whose raw outputs do cross
+        module.net.head.weight.normal_(0, 3.0)
+    batch = {"x": torch.randn(16, 32, 2), "t_x": None, "y": torch.randn(16, 8, 1)}
+    pred = module(batch)                                                            # [B, H, 1, Q]
+    assert pred.shape == (16, 8, 1, 5) and bool((pred.diff(dim=-1) >= 0).all())
+    loss = module.training_step(batch, 0)
+    loss.backward()
+    assert torch.isfinite(loss) and module.net.head.weight.grad.abs().sum() > 0
+
+
+def test_irregular_quantiles_never_cross_and_start_at_the_last_value():
+    module = ForecastModule("irregular", n_channels=3, lookback=None, horizon=None, attention="continuous",
+                            sink="learned", rope=True, model_kwargs={**TINY_IRREGULAR, "residual": True},
+                            quantiles=[0.1, 0.5, 0.9])
+    B, N = 4, 10
+    batch = {"x_time": -torch.rand(B, N).sort(dim=1).values.flip(1) * 10, "x_var": torch.randint(0, 3, (B, N)),
+             "x_value": torch.randn(B, N), "x_mask": torch.ones(B, N, dtype=torch.bool),
+             "y_time": torch.rand(B, 5), "y_var": torch.randint(0, 3, (B, 5)), "y_mask": torch.ones(B, 5, dtype=torch.bool),
+             "y_value": torch.randn(B, 5)}
+    untrained = module(batch)                                                        # [B, Ny, Q]
+    assert torch.allclose(untrained[..., 0], untrained[..., 2])  # zero head: all quantiles at the last value
+    with torch.no_grad():
+        module.net.head.weight.normal_(0, 3.0)
+    assert bool((module(batch).diff(dim=-1) >= 0).all())
+
+
+def test_window_intervals_in_the_inputs_layout_and_units_and_calibrated(tmp_path):
+    f = Forecaster("patchtst", lookback=48, horizon=12, model_kwargs=TINY_WINDOW, batch_size=64, seed=1, levels=[50])
+    f.fit(series(), max_epochs=1, **QUIET)
+    out = f.predict()
+    assert list(out.columns) == ["a", "a-lo-50", "a-hi-50", "OT", "OT-lo-50", "OT-hi-50"]
+    assert (out["OT-lo-50"] <= out["OT"]).all() and (out["OT"] <= out["OT-hi-50"]).all()
+    assert 30 < out["OT"].mean() < 70  # in units
+    f.calibrate()
+    after = f.evaluate("val")["coverage_50"]
+    n = len(f.datamodule.val_dataset) * 12
+    assert 0.5 <= after <= 0.5 + 2 / n + 0.01  # conformal: the level on the calibration data (up to ties)
+    assert bool(f.module.calibrated) and f.module.interval_shift.shape == (1, 2)
+    g = Forecaster.load(f.save(tmp_path / "q.ckpt"))
+    frame = series()
+    pd.testing.assert_frame_equal(g.predict(frame), f.predict(frame), check_exact=True)  # the calibration travels
+
+
+def test_irregular_intervals_beside_the_value_long_and_wide():
+    table = observations()
+    f = Forecaster("irregular", lookback=24.0, horizon=12.0, model_kwargs=TINY_IRREGULAR, seed=1,
+                   quantiles=[0.1, 0.9], calibrate=True)
+    f.fit(table, max_epochs=1, **LONG, **QUIET)
+    last = table.groupby("patient")["hours"].max()
+    at = pd.DataFrame({"patient": ["p0", "p2"], "hours": [last["p0"] + 2, last["p2"] + 3], "name": ["hr", "temp"]})
+    out = f.predict(at=at)
+    assert list(out.columns) == ["patient", "hours", "name", "value", "value-lo-80", "value-hi-80"]
+    assert (out["value-lo-80"] <= out["value"]).all() and (out["value"] <= out["value-hi-80"]).all()
+    assert 55 < out["value"].iloc[0] < 85  # in units
+    assert f.evaluate("val")["coverage_80"] >= 0.8
+    wide = table.pivot(index=["patient", "hours"], columns="name", values="value").reset_index()
+    wide.columns.name = None
+    g = Forecaster("irregular", lookback=24.0, horizon=12.0, model_kwargs=TINY_IRREGULAR, seed=1, levels=[80])
+    g.fit(wide, id_column="patient", time_column="hours", max_epochs=1, **QUIET)
+    out = g.predict(at=[last.max() + 1.0])
+    assert list(out.columns) == ["patient", "hours", "hr", "hr-lo-80", "hr-hi-80", "temp", "temp-lo-80", "temp-hi-80"]
+
+
+def test_point_models_are_unchanged_by_the_output_kind():
+    module = ForecastModule("patchtst", n_channels=2, lookback=32, horizon=8, model_kwargs=TINY_WINDOW)
+    assert module.quantile_spec is None and "interval_shift" not in dict(module.named_buffers())
+    assert module({"x": torch.randn(2, 32, 2)}).shape == (2, 8, 2)
