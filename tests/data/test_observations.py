@@ -5,11 +5,14 @@ and that the folder holding the input is unchanged.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from tsattn.data import DataError, DataFileNotFoundError, ObservationSet, read_observations
+from tsattn.data.errors import DataWarning
 
 ROWS = [  # a wide table: 2 patients, datetime times, NaN = not observed
     ("p2", "2021-03-01 08:00", 80.0, np.nan, 36.6),
@@ -295,3 +298,15 @@ def test_bad_options(raises):
     raises(DataError, "`duplicates` must be one of", lambda: read_observations(_wide(), id_column="id", duplicates="keep"))
     raises(DataError, "time_unit must be a positive duration", lambda: read_observations(_wide(), time_unit="fortnight"))
     raises(DataError, "must be different columns", lambda: read_observations(_wide(), id_column="time"))
+
+
+# -- text columns of a wide table ------------------------------------------------------------------------
+def test_wide_text_columns_are_left_out_with_a_warning():
+    frame = _wide().assign(note=["ok", "late", "ok", "ok", "late", "ok"], empty=np.nan)
+    with pytest.warns(DataWarning, match=r"left out of the variable columns because they are not numbers: "
+                                         r"'note' \(text, e\.g\. 'ok'\), 'empty' \(no values\); pass columns=\[\.\.\.\]"):
+        obs = read_observations(frame, id_column="id")
+    assert obs.variables == ("HR", "SBP", "Temp")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataWarning)
+        read_observations(frame, id_column="id", columns=["HR", "SBP", "Temp"])  # chosen: nothing to warn about

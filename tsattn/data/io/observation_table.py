@@ -153,7 +153,8 @@ def _long_observations(frame: pd.DataFrame, variable_column: str, value_column: 
 def _wide_observations(frame: pd.DataFrame, roles: list, columns: Optional[Sequence[str]], source: str,
                        markers: list[float], row_label: RowLabel, thousands: Optional[str],
                        counts: dict[str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
-    """(row [n], variable [n], value [n], variables) of a wide table: its non-empty cells, row-major."""
+    """(row [n], variable [n], value [n], variables) of a wide table: its non-empty cells, row-major;
+    text and empty columns are left out with a ``DataWarning`` (``choose_value_columns``)."""
     kept, dropped = choose_value_columns(
         frame, [c for c in frame.columns if c not in roles], columns, source, row_label, thousands, kind="variable",
         none_left="pass variable_column= and value_column= for a long table (one observation per row)")
@@ -240,7 +241,7 @@ def read_observations(
 
     The layout follows from the arguments: ``variable_column`` and ``value_column`` given -> long
     (a row whose value is empty is left out); neither given -> wide (an empty cell is a variable not
-    observed at that time).
+    observed at that time; text and empty columns are left out with a ``DataWarning``).
 
     Args:
         data: a path to a CSV file, or a DataFrame.

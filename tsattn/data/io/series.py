@@ -33,7 +33,7 @@ from typing import Callable, Optional, Sequence, Union
 import numpy as np
 import pandas as pd
 
-from ..errors import DataError, DataWarning
+from ..errors import DataError, warn_data
 from ..validation import SHOW, check_choice, check_time_unit
 from .table import (
     NaValues,
@@ -152,12 +152,10 @@ def _warn_long_steps(ts_ns: np.ndarray, timestamps: pd.DatetimeIndex, position: 
         f"{row_label(int(position[i + 1]))} ({timestamps[i + 1]})"
         for i in worst
     )
-    warnings.warn(
+    warn_data(
         f"{source}: {long.size} step(s) between consecutive rows exceed {LARGE_STEP_RATIO}x the median step "
         f"({step}); the longest: {listed}. If the series has such gaps, ignore this; otherwise check the "
-        "timestamps (day-first dates read month-first jump by months: pass dayfirst=True or time_format=)",
-        DataWarning,
-        stacklevel=3,
+        "timestamps (day-first dates read month-first jump by months: pass dayfirst=True or time_format=)"
     )
 
 
@@ -219,20 +217,10 @@ def check_series_options(*, missing: str = "error", duplicates: str = "error", k
 
 def _value_columns(frame: pd.DataFrame, time_name, columns: Optional[Sequence[str]], source: str, row_label: RowLabel,
                    thousands: Optional[str]) -> tuple[list, dict]:
-    """The value columns (kept) and the text / empty columns left out (name -> why), with a warning."""
-    kept, dropped = choose_value_columns(
+    """The value columns (kept) and the text / empty columns left out (name -> why; warned about)."""
+    return choose_value_columns(
         frame, [c for c in frame.columns if c != time_name], columns, source, row_label, thousands, kind="value",
         none_left="a forecasting series needs at least one column of numbers")
-    if dropped:
-        reasons = ", ".join(f"{str(c)!r} ({why})" for c, why in dropped.items())
-        warnings.warn(
-            f"{source}: column(s) left out of the value columns because they are not numbers: {reasons}; "
-            "pass columns=[...] to choose the value columns yourself (this silences the warning), or "
-            "encode text as numbers first",
-            DataWarning,
-            stacklevel=4,
-        )
-    return kept, dropped
 
 
 def _in_time_order(timestamps: pd.DatetimeIndex, values: np.ndarray, position: np.ndarray, sort: bool,

@@ -9,9 +9,10 @@ its time column, its timestamps and its value columns.
 - ``parse_timestamps``: dates written ``dd/mm/yyyy`` or ``mm/dd/yyyy`` are read the way the data
   shows; when no row tells (every day <= 12) reading stops until ``dayfirst=`` or ``time_format=``
   says which.
-- ``select_value_columns``: numeric columns are values; text columns are left out (the caller
-  warns); a numeric column with stray text, or numbers written with thousands separators while
-  ``thousands`` is not set, is an error naming the cells.
+- ``choose_value_columns`` / ``select_value_columns``: numeric columns are values; text columns
+  are left out with a ``DataWarning`` naming ``columns=[...]``; a numeric column with stray text,
+  or numbers written with thousands separators while ``thousands`` is not set, is an error naming
+  the cells.
 - ``check_reading_options``: the validation of the options every reader takes.
 
 Rows in messages are 0-based data rows (the header is not counted); for a file the line number is
@@ -30,7 +31,7 @@ import numpy as np
 import pandas as pd
 from pandas.api import types as ptypes
 
-from ..errors import DataError, DataFileNotFoundError
+from ..errors import DataError, DataFileNotFoundError, warn_data
 from ..validation import SHOW
 
 __all__ = [
@@ -60,8 +61,9 @@ def choose_value_columns(frame: pd.DataFrame, candidates: list, columns: Optiona
                          row_label: Callable[[int], str], thousands: Optional[str], *, kind: str,
                          none_left: str) -> tuple[list, dict]:
     """The numeric ``kind`` columns of ``frame`` among ``candidates`` (or the chosen ``columns``, in
-    their order) and the text / empty ones left out (name -> why). An unknown chosen column, or no
-    numeric column at all (``none_left`` says what to do then), is an error."""
+    their order) and the text / empty ones left out (name -> why), named in a ``DataWarning`` unless
+    ``columns`` chose them. An unknown chosen column, or no numeric column at all (``none_left``
+    says what to do then), is an error."""
     if columns is not None:
         wanted = [columns] if isinstance(columns, str) else list(columns)
         unknown = [c for c in wanted if c not in candidates]
@@ -74,6 +76,13 @@ def choose_value_columns(frame: pd.DataFrame, candidates: list, columns: Optiona
     if not kept:
         raise DataError(
             f"{source} has no numeric {kind} columns (text or empty columns: {[str(c) for c in dropped]}); {none_left}"
+        )
+    if dropped:
+        reasons = ", ".join(f"{str(c)!r} ({why})" for c, why in dropped.items())
+        warn_data(
+            f"{source}: column(s) left out of the {kind} columns because they are not numbers: {reasons}; "
+            f"pass columns=[...] to choose the {kind} columns yourself (this silences the warning), or "
+            "encode text as numbers first"
         )
     return kept, dropped
 
