@@ -349,3 +349,27 @@ def test_array_input_says_how_to_make_a_dataframe(raises):
 def test_numpy_integer_sizes_are_accepted(hourly_frame):
     dm = CSVDataModule(hourly_frame(100), np.int64(8), np.int32(4), batch_size=np.int64(16))
     assert (dm.lookback, dm.horizon, dm.batch_size) == (8, 4, 16) and type(dm.lookback) is int
+
+
+# -- decimal commas -------------------------------------------------------------------------------------
+def _decimal_comma_csv(make_csv):
+    rows = "".join(f"2021-01-01 {h:02d}:00;{h},{7855 + h};{h % 3},5\n" for h in range(20))
+    return make_csv("date;load;OT\n" + rows)
+
+
+def test_decimal_commas_are_named_then_read(make_csv, raises, hourly_frame):
+    path = _decimal_comma_csv(make_csv)
+    raises(DataError, "column 'load' holds numbers written with a decimal comma", "'0,7855' at row 0 (line 2)",
+           "decimal comma? pass decimal=','", _setup(str(path), sep=";"))
+    table = read_series(path, sep=";", decimal=",")
+    assert table.columns == ("load", "OT") and table.values[0, 0] == 0.7855 and table.values[3, 1] == 0.5
+    dm = CSVDataModule(str(path), 4, 2, sep=";", decimal=",")
+    dm.setup()
+    assert dm.record()["options"]["decimal"] == ","  # a refit / predict on other data reads alike
+    other = CSVDataModule.from_record(dm.record(), str(path))
+    assert other.table.values[0, 0] == 0.7855
+    frame = hourly_frame(20, columns=("a",)).assign(OT=[f"{h},25" for h in range(20)])  # text in a DataFrame
+    assert read_series(frame, decimal=",").values[2, 1] == 2.25
+    raises(DataError, "decimal must be one character", lambda: CSVDataModule(frame, 4, 2, decimal=""))
+    raises(DataError, "is also the thousands separator", lambda: CSVDataModule(frame, 4, 2, decimal=",",
+                                                                                thousands=","))

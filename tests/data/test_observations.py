@@ -310,3 +310,13 @@ def test_wide_text_columns_are_left_out_with_a_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error", DataWarning)
         read_observations(frame, id_column="id", columns=["HR", "SBP", "Temp"])  # chosen: nothing to warn about
+
+
+# -- decimal commas ------------------------------------------------------------------------------------------
+def test_decimal_commas_in_a_long_table(raises, make_csv):
+    rows = "".join(f"p{k};2021-01-01 0{h}:00;hr;{60 + h},{k}5\n" for k in range(2) for h in range(4))
+    path = make_csv("id;time;variable;value\n" + rows)
+    long = dict(id_column="id", variable_column="variable", value_column="value", sep=";")
+    raises(DataError, "decimal comma? pass decimal=','", lambda: read_observations(path, **long))
+    obs = read_observations(path, **long, decimal=",")
+    np.testing.assert_array_equal(obs.value, [60.05, 61.05, 62.05, 63.05, 60.15, 61.15, 62.15, 63.15])

@@ -125,12 +125,12 @@ def _times(frame: pd.DataFrame, time_name, codes: np.ndarray, ids: np.ndarray, u
 
 def _long_observations(frame: pd.DataFrame, variable_column: str, value_column: str, columns: Optional[Sequence[str]],
                        names: list[str], markers: list[float], row_label: RowLabel, thousands: Optional[str],
-                       counts: dict[str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+                       decimal: str, counts: dict[str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
     """(row [n], variable [n], value [n] with NaN for empty cells, variables) of a long table."""
     for role, col in (("variable_column", variable_column), ("value_column", value_column)):
         if col not in frame.columns:
             raise DataError(f"{role} {col!r} is not in the data; columns are {names}; pass {role}=<one of them>")
-    select_value_columns(frame, [value_column], True, row_label, thousands)  # text in the value column -> error
+    select_value_columns(frame, [value_column], True, row_label, thousands, decimal)  # text in the value column -> error
     values = pd.to_numeric(frame[value_column]).to_numpy(dtype=np.float64, na_value=np.nan)  # [N]
     raw_var = frame[variable_column]
     refuse_empty_cells(raw_var, f"variable column {variable_column!r}", "every observation needs a variable name",
@@ -151,13 +151,14 @@ def _long_observations(frame: pd.DataFrame, variable_column: str, value_column: 
 
 
 def _wide_observations(frame: pd.DataFrame, roles: list, columns: Optional[Sequence[str]], source: str,
-                       markers: list[float], row_label: RowLabel, thousands: Optional[str],
+                       markers: list[float], row_label: RowLabel, thousands: Optional[str], decimal: str,
                        counts: dict[str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
     """(row [n], variable [n], value [n], variables) of a wide table: its non-empty cells, row-major;
     text and empty columns are left out with a ``DataWarning`` (``choose_value_columns``)."""
     kept, dropped = choose_value_columns(
         frame, [c for c in frame.columns if c not in roles], columns, source, row_label, thousands, kind="variable",
-        none_left="pass variable_column= and value_column= for a long table (one observation per row)")
+        none_left="pass variable_column= and value_column= for a long table (one observation per row)",
+        decimal=decimal)
     counts["columns_skipped"] = len(dropped)
     cells = frame[kept].apply(pd.to_numeric).to_numpy(dtype=np.float64, na_value=np.nan)  # [N, V]
     for number in markers:
@@ -177,10 +178,10 @@ def _numeric_markers(na_values: list) -> list[float]:
     return markers
 
 
-def _load_frame(data: DataSource, na_values: list, sep: str) -> tuple[pd.DataFrame, str, RowLabel]:
+def _load_frame(data: DataSource, na_values: list, sep: str, decimal: str) -> tuple[pd.DataFrame, str, RowLabel]:
     """The table (``load_table``), with a DataFrame's object columns of numbers made numeric."""
     frame, source, row_label = load_table(
-        data, na_values, sep, accepts="a path to a CSV file or a pandas DataFrame",
+        data, na_values, sep, accepts="a path to a CSV file or a pandas DataFrame", decimal=decimal,
         needs_columns="a time column and values (and an id column for several series)", needs_rows="one observation",
     )
     if isinstance(data, pd.DataFrame):
@@ -194,16 +195,17 @@ def _load_frame(data: DataSource, na_values: list, sep: str) -> tuple[pd.DataFra
 
 
 def _observations(frame: pd.DataFrame, long: Optional[tuple[str, str]], roles: list, columns, source: str,
-                  markers: list[float], row_label: RowLabel, thousands: Optional[str],
+                  markers: list[float], row_label: RowLabel, thousands: Optional[str], decimal: str,
                   counts: dict[str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
     """(row [n], variable [n], value [n], variables): the observed values of a long table (``long`` =
     its variable and value columns) or a wide one; infinite values are an error."""
     if long is not None:
         obs_row, obs_var, obs_value, variables = _long_observations(
-            frame, long[0], long[1], columns, [str(c) for c in frame.columns], markers, row_label, thousands, counts)
+            frame, long[0], long[1], columns, [str(c) for c in frame.columns], markers, row_label, thousands, decimal,
+            counts)
     else:
         obs_row, obs_var, obs_value, variables = _wide_observations(
-            frame, roles, columns, source, markers, row_label, thousands, counts)
+            frame, roles, columns, source, markers, row_label, thousands, decimal, counts)
     infinite = np.isinf(obs_value)
     if infinite.any():
         i = int(np.flatnonzero(infinite)[0])
@@ -218,6 +220,21 @@ def _observations(frame: pd.DataFrame, long: Optional[tuple[str, str]], roles: l
     if obs_value.size == 0:
         raise DataError(f"{source} holds no observations (every value is empty or left out); check the columns and na_values")
     return obs_row, obs_var, obs_value, variables
+
+
+def _check_options(duplicates: str, dayfirst: Optional[bool], thousands: Optional[str], sep: str, decimal: str,
+                   variable_column: Optional[str], value_column: Optional[str]) -> bool:
+    """Raise unless the options are valid; whether the layout is long."""
+    check_choice("duplicates", duplicates, OBSERVATION_DUPLICATE_POLICIES)
+    check_reading_options(dayfirst=dayfirst, thousands=thousands, sep=sep, decimal=decimal)
+    long_layout = variable_column is not None or value_column is not None
+    if long_layout and (variable_column is None or value_column is None):
+        given, absent = ("variable_column", "value_column") if value_column is None else ("value_column", "variable_column")
+        raise DataError(
+            f"the long layout needs both variable_column and value_column; {given} is given but {absent} is "
+            f"not: pass {absent}=<column name>, or neither for the wide layout (one column per variable)"
+        )
+    return long_layout
 
 
 def read_observations(
@@ -236,6 +253,7 @@ def read_observations(
     dayfirst: Optional[bool] = None,
     thousands: Optional[str] = None,
     sep: str = ",",
+    decimal: str = ".",
 ) -> ObservationSet:
     """Read irregular multivariate series from a CSV path or a DataFrame (not modified).
 
@@ -258,23 +276,15 @@ def read_observations(
         duplicates: several observations of one (series, time, variable): ``"mean"`` (the PhysioNet
             benchmark's rule), ``"first"``, ``"last"`` (in input order) or ``"error"``.
         sort: accept (and sort) rows whose times go back within a series; by default an error.
-        time_format, na_values, dayfirst, thousands, sep: as for ``read_series``.
+        time_format, na_values, dayfirst, thousands, sep, decimal: as for ``read_series``.
 
     Returns an ``ObservationSet`` whose ``read_counts`` say how many rows were read, observations
     kept, duplicates merged and empty cells skipped; raises ``DataError`` naming the problem and the fix.
     """
-    check_choice("duplicates", duplicates, OBSERVATION_DUPLICATE_POLICIES)
-    check_reading_options(dayfirst=dayfirst, thousands=thousands, sep=sep)
-    long_layout = variable_column is not None or value_column is not None
-    if long_layout and (variable_column is None or value_column is None):
-        given, absent = ("variable_column", "value_column") if value_column is None else ("value_column", "variable_column")
-        raise DataError(
-            f"the long layout needs both variable_column and value_column; {given} is given but {absent} is "
-            f"not: pass {absent}=<column name>, or neither for the wide layout (one column per variable)"
-        )
+    long_layout = _check_options(duplicates, dayfirst, thousands, sep, decimal, variable_column, value_column)
     unit = check_time_unit(time_unit)
     na_values = normalize_na_values(na_values) or []
-    frame, source, row_label = _load_frame(data, na_values, sep)
+    frame, source, row_label = _load_frame(data, na_values, sep, decimal)
     names = [str(c) for c in frame.columns]
     codes, ids = _ids(frame, id_column, names, row_label)
     time_name = detect_time_column(frame, time_column)
@@ -289,7 +299,7 @@ def read_observations(
     counts: dict[str, int] = {"rows": len(frame)}
     obs_row, obs_var, obs_value, variables = _observations(
         frame, (variable_column, value_column) if long_layout else None, roles, columns, source, _numeric_markers(na_values),
-        row_label, thousands, counts)
+        row_label, thousands, decimal, counts)
     offsets, time, variable, value, merged = assemble_observations(
         codes[obs_row], times[obs_row], obs_var, obs_value, len(ids), duplicates,
         describe=lambda i: row_label(int(obs_row[i])),

@@ -10,12 +10,13 @@
 5. computes knot times: time since the first row in ``time_unit`` (default: the median step).
 
 Value columns: a column is a value column when pandas reads it as numbers (or booleans), or when
-its text becomes numbers once the ``thousands`` separator is removed. A text column, or a column
-with no values at all, is dropped, listed in ``SeriesTable.dropped_columns`` and named in a
-``DataWarning`` (unless ``columns=`` chooses the value columns). Reading stops with an error naming
-the cells when a column is numbers with stray text (say ``"n/a"``: at least half of its non-empty
-cells parse as numbers), or numbers written with thousands separators (``"5,827.0"``) while
-``thousands`` is not set, because dropping it would lose a channel.
+its text becomes numbers once the ``thousands`` separator is removed and ``decimal`` is read as the
+decimal mark. A text column, or a column with no values at all, is dropped, listed in
+``SeriesTable.dropped_columns`` and named in a ``DataWarning`` (unless ``columns=`` chooses the
+value columns). Reading stops with an error naming the cells when a column is numbers with stray
+text (say ``"n/a"``: at least half of its non-empty cells parse as numbers), numbers written with
+thousands separators (``"5,827.0"``) while ``thousands`` is not set, or with a decimal comma
+(``"0,7855"``) while ``decimal`` is ``"."``, because dropping it would lose a channel.
 
 Missing values are never filled from a later row: a filled value depends only on the rows
 before it, so no window's inputs and no train statistic see the future (``missing="ffill"``).
@@ -216,11 +217,11 @@ def check_series_options(*, missing: str = "error", duplicates: str = "error", k
 
 
 def _value_columns(frame: pd.DataFrame, time_name, columns: Optional[Sequence[str]], source: str, row_label: RowLabel,
-                   thousands: Optional[str]) -> tuple[list, dict]:
+                   thousands: Optional[str], decimal: str) -> tuple[list, dict]:
     """The value columns (kept) and the text / empty columns left out (name -> why; warned about)."""
     return choose_value_columns(
         frame, [c for c in frame.columns if c != time_name], columns, source, row_label, thousands, kind="value",
-        none_left="a forecasting series needs at least one column of numbers")
+        none_left="a forecasting series needs at least one column of numbers", decimal=decimal)
 
 
 def _in_time_order(timestamps: pd.DatetimeIndex, values: np.ndarray, position: np.ndarray, sort: bool,
@@ -316,10 +317,10 @@ def _missing_filled(values: np.ndarray, names: list[str], na_values: list, missi
 
 
 def _table(data: DataSource, time_column: Optional[str], time_format: Optional[str], dayfirst: Optional[bool],
-           columns: Optional[Sequence[str]], na_values: list, thousands: Optional[str], sep: str) -> tuple:
+           columns: Optional[Sequence[str]], na_values: list, thousands: Optional[str], sep: str, decimal: str) -> tuple:
     """The table read, its timestamps [N] and its value columns (kept, and dropped with why)."""
     frame, source, row_label = load_table(
-        data, na_values, sep, accepts="a path to a CSV file, a registered dataset name or a pandas DataFrame",
+        data, na_values, sep, decimal=decimal, accepts="a path to a CSV file, a registered dataset name or a pandas DataFrame",
         type_hint=("; wrap an array in a DataFrame with a time column, e.g. pd.DataFrame(values, "
                    "index=pd.date_range(start, periods=len(values), freq='h'))" if isinstance(data, np.ndarray) else ""),
         needs_columns="a header with a time column and value columns", needs_rows="lookback + horizon rows",
@@ -327,7 +328,7 @@ def _table(data: DataSource, time_column: Optional[str], time_format: Optional[s
     time_name = detect_time_column(frame, time_column)
     raw_time = pd.Series(frame.index, index=frame.index) if time_name is None else frame[time_name]
     timestamps = parse_timestamps(raw_time, time_name or "<index>", time_format, row_label, dayfirst)
-    kept, dropped = _value_columns(frame, time_name, columns, source, row_label, thousands)
+    kept, dropped = _value_columns(frame, time_name, columns, source, row_label, thousands, decimal)
     return frame, source, row_label, time_name, timestamps, kept, dropped
 
 
@@ -341,6 +342,7 @@ def read_series(
     na_values: NaValues = None,
     thousands: Optional[str] = None,
     sep: str = ",",
+    decimal: str = ".",
     missing: str = "error",
     duplicates: str = "error",
     sort: bool = False,
@@ -356,7 +358,7 @@ def read_series(
             ``timestamp``, ``date_time``, ``datetime``, ``time`` (case-insensitive), or uses a
             DataFrame's ``DatetimeIndex``.
         time_format: a ``strftime`` format for the timestamps; None infers it from the first one.
-        dayfirst, columns, thousands, sep: see ``tsattn.data.ForecastDataModule`` (the table options).
+        dayfirst, columns, thousands, sep, decimal: see ``tsattn.data.ForecastDataModule`` (the table options).
         na_values: cell values that mean "missing": one (``-9999``, ``"n/a"``) or a list, as in
             ``pandas.read_csv``; numbers also match numerically (``-9999.0``).
         missing: ``"error"`` rejects missing values; ``"ffill"`` carries the last value forward (a
@@ -375,11 +377,11 @@ def read_series(
     median step (a real gap, or misread dates).
     """
     check_series_options(missing=missing, duplicates=duplicates, knot_times=knot_times, freq=freq)
-    check_reading_options(dayfirst=dayfirst, thousands=thousands, sep=sep)
+    check_reading_options(dayfirst=dayfirst, thousands=thousands, sep=sep, decimal=decimal)
     unit = None if time_unit is None else check_time_unit(time_unit)
     na_values = normalize_na_values(na_values) or []
     frame, source, row_label, time_name, timestamps, kept, dropped = _table(
-        data, time_column, time_format, dayfirst, columns, na_values, thousands, sep)
+        data, time_column, time_format, dayfirst, columns, na_values, thousands, sep, decimal)
     values = frame[kept].apply(pd.to_numeric).to_numpy(dtype=np.float64, na_value=np.nan, copy=True)  # [N, C]
     position = np.arange(len(frame))  # original row of each current row, for messages
     timestamps, values, position = _in_time_order(timestamps, values, position, sort, row_label)

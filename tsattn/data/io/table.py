@@ -11,8 +11,8 @@ its time column, its timestamps and its value columns.
   says which.
 - ``choose_value_columns`` / ``select_value_columns``: numeric columns are values; text columns
   are left out with a ``DataWarning`` naming ``columns=[...]``; a numeric column with stray text,
-  or numbers written with thousands separators while ``thousands`` is not set, is an error naming
-  the cells.
+  numbers written with thousands separators while ``thousands`` is not set, or with a decimal
+  comma while ``decimal`` is ``"."``, is an error naming the cells.
 - ``check_reading_options``: the validation of the options every reader takes.
 
 Rows in messages are 0-based data rows (the header is not counted); for a file the line number is
@@ -53,13 +53,15 @@ _DELIMITERS = (";", "\t", "|")  # what a one-column header most likely holds ins
 _DAY_MONTH = re.compile(r"^\s*(\d{1,2})([/.\-])(\d{1,2})\2(\d{4}|\d{2})(?!\d)")
 # a number written with "," between groups of three digits: 5,827.0 or -1,234,567
 _THOUSANDS = re.compile(r"^\s*[+-]?\d{1,3}(,\d{3})+(\.\d*)?\s*$")
+# a number written with a decimal comma: 0,7855 or -12,5 (or 1.234,5 with "." between thousands)
+_DECIMAL_COMMA = re.compile(r"^\s*[+-]?(\d+|\d{1,3}(\.\d{3})+),\d+([eE][+-]?\d+)?\s*$")
 
 NaValues = Union[str, float, Sequence[Union[str, float]], None]
 
 
 def choose_value_columns(frame: pd.DataFrame, candidates: list, columns: Optional[Sequence[str]], source: str,
                          row_label: Callable[[int], str], thousands: Optional[str], *, kind: str,
-                         none_left: str) -> tuple[list, dict]:
+                         none_left: str, decimal: str = ".") -> tuple[list, dict]:
     """The numeric ``kind`` columns of ``frame`` among ``candidates`` (or the chosen ``columns``, in
     their order) and the text / empty ones left out (name -> why), named in a ``DataWarning`` unless
     ``columns`` chose them. An unknown chosen column, or no numeric column at all (``none_left``
@@ -72,7 +74,7 @@ def choose_value_columns(frame: pd.DataFrame, candidates: list, columns: Optiona
                 f"columns {unknown} are not {kind} columns of {source}; available: {[str(c) for c in candidates]}"
             )
         candidates = list(dict.fromkeys(wanted))
-    kept, dropped = select_value_columns(frame, candidates, columns is not None, row_label, thousands)
+    kept, dropped = select_value_columns(frame, candidates, columns is not None, row_label, thousands, decimal)
     if not kept:
         raise DataError(
             f"{source} has no numeric {kind} columns (text or empty columns: {[str(c) for c in dropped]}); {none_left}"
@@ -99,14 +101,20 @@ def refuse_empty_cells(cells: pd.Series, what: str, need: str, row_label: Callab
         )
 
 
-def check_reading_options(*, dayfirst: Optional[bool] = None, thousands: Optional[str] = None, sep: str = ",") -> None:
-    """Raise unless the reading options every reader takes have valid types."""
+def check_reading_options(*, dayfirst: Optional[bool] = None, thousands: Optional[str] = None, sep: str = ",",
+                          decimal: str = ".") -> None:
+    """Raise unless the reading options every reader takes have valid types (and ``decimal`` is not
+    the thousands separator)."""
     if dayfirst is not None and not isinstance(dayfirst, bool):
         raise DataError(f"dayfirst must be True, False or None; got {dayfirst!r}")
     if thousands is not None and (not isinstance(thousands, str) or len(thousands) != 1):
         raise DataError(f"thousands must be one character such as ',' or None; got {thousands!r}")
     if not isinstance(sep, str) or not sep:
         raise DataError(f"sep must be a delimiter such as ',' or ';'; got {sep!r}")
+    if not isinstance(decimal, str) or len(decimal) != 1:
+        raise DataError(f"decimal must be one character such as '.' or ','; got {decimal!r}")
+    if decimal == thousands:
+        raise DataError(f"decimal={decimal!r} is also the thousands separator; pass thousands='.' (or None)")
 
 
 def normalize_na_values(na_values: NaValues) -> Optional[list]:
@@ -133,7 +141,7 @@ def normalize_na_values(na_values: NaValues) -> Optional[list]:
     return values
 
 
-def _read_file(path: Path, na_values, sep: str) -> pd.DataFrame:
+def _read_file(path: Path, na_values, sep: str, decimal: str) -> pd.DataFrame:
     if not path.exists():
         raise DataFileNotFoundError(
             f"CSV file not found: {str(path)!r}; check the path, or pass a registered dataset name "
@@ -145,7 +153,7 @@ def _read_file(path: Path, na_values, sep: str) -> pd.DataFrame:
         raise DataError(f"CSV file {str(path)!r} is empty (0 bytes); it needs a header row and data rows")
     try:
         header = pd.read_csv(path, sep=sep, header=None, nrows=1, dtype=str, keep_default_na=False)
-        frame = pd.read_csv(path, na_values=na_values, sep=sep)
+        frame = pd.read_csv(path, na_values=na_values, sep=sep, decimal=decimal)
     except pd.errors.EmptyDataError:
         raise DataError(
             f"CSV file {str(path)!r} is empty (no header, no rows); it needs a header row and data rows"
@@ -176,10 +184,11 @@ def _read_file(path: Path, na_values, sep: str) -> pd.DataFrame:
 
 
 def load_table(data: Any, na_values: list, sep: str, *, accepts: str, needs_columns: str, needs_rows: str,
-               type_hint: str = "") -> tuple[pd.DataFrame, str, Callable[[int], str]]:
-    """A copy of a DataFrame (string ``na_values`` replaced by NaN) or a CSV file read, checked for
-    columns, rows and repeated column names. Returns the frame, its name for messages and a function
-    that names a row for messages (with the file's line number for a file)."""
+               type_hint: str = "", decimal: str = ".") -> tuple[pd.DataFrame, str, Callable[[int], str]]:
+    """A copy of a DataFrame (string ``na_values`` replaced by NaN) or a CSV file read (with
+    ``decimal`` as the decimal mark), checked for columns, rows and repeated column names. Returns
+    the frame, its name for messages and a function that names a row for messages (with the file's
+    line number for a file)."""
     if isinstance(data, pd.DataFrame):
         frame = data.copy()
         source = "<DataFrame>"
@@ -191,7 +200,7 @@ def load_table(data: Any, na_values: list, sep: str, *, accepts: str, needs_colu
             frame = frame.replace([v for v in na_values if isinstance(v, str)], np.nan)
     elif isinstance(data, (str, os.PathLike)):
         path = Path(data).expanduser()
-        frame = _read_file(path, na_values or None, sep)
+        frame = _read_file(path, na_values or None, sep, decimal)
         source = str(path)
 
         def row_label(r: int) -> str:
@@ -305,17 +314,50 @@ def parse_timestamps(
     return pd.DatetimeIndex(parsed)
 
 
-def _numbers_without_separator(s: pd.Series, thousands: str) -> pd.Series:
-    """``s`` as numbers once ``thousands`` is removed from its text (NaN where that fails)."""
-    return pd.to_numeric(s.astype("string").str.replace(thousands, "", regex=False), errors="coerce")
+def _numbers_from_text(s: pd.Series, thousands: Optional[str], decimal: str) -> pd.Series:
+    """``s`` as numbers once ``thousands`` is removed from its text and ``decimal`` read as the
+    decimal mark (NaN where that fails)."""
+    text = s.astype("string")
+    if thousands is not None:
+        text = text.str.replace(thousands, "", regex=False)
+    if decimal != ".":
+        text = text.str.replace(decimal, ".", regex=False)
+    return pd.to_numeric(text, errors="coerce")
+
+
+def _refuse_written_numbers(s: pd.Series, c: Any, text_cells: np.ndarray, row_label, thousands: Optional[str],
+                            decimal: str) -> None:
+    """Raise when every text cell of column ``c`` is a number written with thousands separators
+    (``"5,827.0"``, ``thousands`` not set) or with a decimal comma (``"0,7855"``, ``decimal`` is
+    ``"."``): the column would otherwise be dropped as text, or refused as numbers with stray text."""
+    if not text_cells.any():
+        return
+    text = s[text_cells].astype(str)
+    r = int(np.flatnonzero(text_cells)[0])
+    comma_decimals = decimal == "." and bool(text.str.match(_DECIMAL_COMMA).all())
+    if thousands is None and text.str.match(_THOUSANDS).all():
+        either = " (or, if ',' is the decimal mark, pass decimal=',')" if comma_decimals else ""
+        raise DataError(
+            f"column {c!r} holds numbers written with thousands separators (e.g. {s.iloc[r]!r} at "
+            f"{row_label(r)}); pass thousands=',' to read them as numbers{either}, or leave the column out "
+            "with columns=[...]"
+        )
+    if comma_decimals:
+        also = " and thousands='.'" if text.str.contains(".", regex=False).any() else ""
+        raise DataError(
+            f"column {c!r} holds numbers written with a decimal comma (e.g. {s.iloc[r]!r} at {row_label(r)}): "
+            f"decimal comma? pass decimal=','{also} to read them as numbers, or leave the column out with "
+            "columns=[...]"
+        )
 
 
 def select_value_columns(
-    frame: pd.DataFrame, candidates: list, explicit: bool, row_label, thousands: Optional[str]
+    frame: pd.DataFrame, candidates: list, explicit: bool, row_label, thousands: Optional[str], decimal: str = "."
 ) -> tuple[list, dict]:
     """Split ``candidates`` into numeric value columns and dropped ones (name -> why).
 
-    Columns whose text is numbers with ``thousands`` separators are converted in ``frame`` in place.
+    Columns whose text is numbers once ``thousands`` separators are removed and ``decimal`` is read
+    as the decimal mark are converted in ``frame`` in place.
     """
     kept, dropped = [], {}
     for c in candidates:
@@ -327,8 +369,8 @@ def select_value_columns(
         if ptypes.is_bool_dtype(s) or ptypes.is_numeric_dtype(s):
             kept.append(c)
             continue
-        if thousands is not None:
-            converted = _numbers_without_separator(s, thousands)
+        if thousands is not None or decimal != ".":
+            converted = _numbers_from_text(s, thousands, decimal)
             if (converted.notna().to_numpy() == non_empty).all():
                 frame[c] = converted
                 kept.append(c)
@@ -336,15 +378,7 @@ def select_value_columns(
         as_numbers = pd.to_numeric(s, errors="coerce")
         parsed = as_numbers.notna().to_numpy()
         text_cells = non_empty & ~parsed
-        if thousands is None and text_cells.any():
-            grouped = s[text_cells].astype(str).str.match(_THOUSANDS).to_numpy()
-            if grouped.all():
-                r = int(np.flatnonzero(text_cells)[0])
-                raise DataError(
-                    f"column {c!r} holds numbers written with thousands separators (e.g. {s.iloc[r]!r} at "
-                    f"{row_label(r)}); pass thousands=',' to read them as numbers, or leave the column out "
-                    "with columns=[...]"
-                )
+        _refuse_written_numbers(s, c, text_cells, row_label, thousands, decimal)
         n_text = int(text_cells.sum())
         if non_empty.any() and parsed.sum() >= 0.5 * non_empty.sum():
             rows = np.flatnonzero(text_cells)[:SHOW]
