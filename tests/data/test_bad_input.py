@@ -351,6 +351,34 @@ def test_numpy_integer_sizes_are_accepted(hourly_frame):
     assert (dm.lookback, dm.horizon, dm.batch_size) == (8, 4, 16) and type(dm.lookback) is int
 
 
+# -- values float32 cannot hold, or far outside the rest of their column ----------------------------------
+def test_values_beyond_float32_are_refused(hourly_frame, make_csv, raises):
+    frame = hourly_frame(200)
+    frame.loc[150, "a"] = 1e300
+    msg = raises(DataError, "column 'a' holds 1 value(s) too large for float32", "1e+300 at row 150 (line 152)",
+                 "divide it by 1e300", "columns=[...]", _setup(str(make_csv(frame))))
+    assert "3.403e+38" in msg  # the rule: |x| > np.finfo(np.float32).max
+    frame.loc[150, "a"] = -3.5e38  # just beyond, negative
+    raises(DataError, "column 'a' holds 1 value(s) too large for float32", "row 150", _setup(frame))
+
+
+def test_a_value_far_outside_its_column_warns(hourly_frame):
+    frame = hourly_frame(200)
+    frame.loc[120, "b"] = 3e38  # fits float32, but more than 1e6 times the 99th percentile of |b|
+    with pytest.warns(DataWarning, match=r"1 value\(s\) are more than 1e\+06 times the 99th percentile") as record:
+        table = read_series(frame)
+    message = str(record[0].message)
+    assert "column 'b': 3e+38 at row 120" in message and "na_values=[...]" in message
+    assert table.values[120, 1] == 3e38  # read as it is
+    mostly_zero = hourly_frame(200)
+    mostly_zero["rain"] = 0.0
+    mostly_zero.loc[7, "rain"] = 9831.3  # the 99th percentile of |rain| is 0: no scale to compare with
+    mostly_zero.loc[9, "a"] = 5e3  # big, but not a million times the rest of 'a'
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataWarning)
+        read_series(mostly_zero)
+
+
 # -- decimal commas -------------------------------------------------------------------------------------
 def _decimal_comma_csv(make_csv):
     rows = "".join(f"2021-01-01 {h:02d}:00;{h},{7855 + h};{h % 3},5\n" for h in range(20))

@@ -312,6 +312,30 @@ def test_wide_text_columns_are_left_out_with_a_warning():
         read_observations(frame, id_column="id", columns=["HR", "SBP", "Temp"])  # chosen: nothing to warn about
 
 
+# -- values float32 cannot hold, or far outside the rest of their variable ----------------------------------
+def test_values_beyond_float32_are_refused_per_variable(raises, make_csv):
+    frame = _wide()
+    frame.loc[4, "SBP"] = -2e39
+    path = make_csv(frame)
+    raises(DataError, "variable 'SBP' holds 1 value(s) too large for float32", "-2e+39 at row 4 (line 6)",
+           "divide it by 1e39", "leave it out", lambda: read_observations(path, id_column="id"))
+    long = _long_from(_wide())
+    long.loc[long["variable"] == "Temp", "value"] = 1e300
+    raises(DataError, "variable 'Temp' holds 3 value(s) too large for float32",
+           lambda: read_observations(long, id_column="id", variable_column="variable", value_column="value"))
+
+
+def test_a_value_far_outside_its_variable_warns():
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"id": np.repeat([1, 2], 150), "t": np.tile(np.arange(150.0), 2),
+                          "x": rng.normal(1.0, 0.1, 300), "big": rng.normal(1e9, 1e7, 300)})
+    frame.loc[200, "x"] = 5e8  # far outside x, though inside big's range: the rule is per variable
+    with pytest.warns(DataWarning, match=r"variable 'x': 5e\+08 at row 200 \(99th percentile of \|x\|") as record:
+        obs = read_observations(frame, id_column="id", time_column="t")
+    assert len(record) == 1 and "big" not in str(record[0].message)
+    assert obs.n_observations == 600  # read as it is
+
+
 # -- decimal commas ------------------------------------------------------------------------------------------
 def test_decimal_commas_in_a_long_table(raises, make_csv):
     rows = "".join(f"p{k};2021-01-01 0{h}:00;hr;{60 + h},{k}5\n" for k in range(2) for h in range(4))

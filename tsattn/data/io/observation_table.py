@@ -28,6 +28,7 @@ from ..observations.observation_set import (
 )
 from ..validation import SHOW, check_choice, check_time_unit
 from .table import (
+    check_magnitudes,
     check_reading_options,
     choose_value_columns,
     detect_time_column,
@@ -198,7 +199,8 @@ def _observations(frame: pd.DataFrame, long: Optional[tuple[str, str]], roles: l
                   markers: list[float], row_label: RowLabel, thousands: Optional[str], decimal: str,
                   counts: dict[str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
     """(row [n], variable [n], value [n], variables): the observed values of a long table (``long`` =
-    its variable and value columns) or a wide one; infinite values are an error."""
+    its variable and value columns) or a wide one; infinite values, and values float32 cannot hold,
+    are an error; values far outside the rest of their variable are warned about."""
     if long is not None:
         obs_row, obs_var, obs_value, variables = _long_observations(
             frame, long[0], long[1], columns, [str(c) for c in frame.columns], markers, row_label, thousands, decimal,
@@ -213,6 +215,7 @@ def _observations(frame: pd.DataFrame, long: Optional[tuple[str, str]], roles: l
             f"{int(infinite.sum())} infinite value(s), first {variables[obs_var[i]]!r} at {row_label(int(obs_row[i]))}; "
             "replace them in the data, or pass na_values=['inf', '-inf'] to treat them as not observed"
         )
+    check_magnitudes(obs_value, obs_var, obs_row, variables, row_label, source, kind="variable")
     if long is not None:
         empty = np.isnan(obs_value)
         counts["empty_skipped"] = int(empty.sum())
@@ -279,7 +282,9 @@ def read_observations(
         time_format, na_values, dayfirst, thousands, sep, decimal: as for ``read_series``.
 
     Returns an ``ObservationSet`` whose ``read_counts`` say how many rows were read, observations
-    kept, duplicates merged and empty cells skipped; raises ``DataError`` naming the problem and the fix.
+    kept, duplicates merged and empty cells skipped; raises ``DataError`` naming the problem and the
+    fix. Warns (``DataWarning``) about text columns left out and values far outside the rest of their
+    variable (``table.check_magnitudes``).
     """
     long_layout = _check_options(duplicates, dayfirst, thousands, sep, decimal, variable_column, value_column)
     unit = check_time_unit(time_unit)

@@ -6,7 +6,9 @@
 2. keeps the numeric columns as value columns (text columns are dropped with a ``DataWarning``);
 3. checks the timestamps are increasing (``sort=True`` sorts) and handles repeated timestamps
    (``duplicates=``); warns when the longest step between rows is far above the median step;
-4. rejects infinite values and handles missing ones (``missing=``), never from a later row;
+4. rejects infinite values and values float32 cannot hold, warns about values many orders of
+   magnitude outside the rest of their column (``table.check_magnitudes``), and handles missing
+   ones (``missing=``), never from a later row;
 5. computes knot times: time since the first row in ``time_unit`` (default: the median step).
 
 Value columns: a column is a value column when pandas reads it as numbers (or booleans), or when
@@ -38,6 +40,7 @@ from ..errors import DataError, warn_data
 from ..validation import SHOW, check_choice, check_time_unit
 from .table import (
     NaValues,
+    check_magnitudes,
     check_reading_options,
     choose_value_columns,
     detect_time_column,
@@ -268,10 +271,11 @@ def _merge_repeated(timestamps: pd.DatetimeIndex, values: np.ndarray, position: 
     return timestamps[rows], values, position[rows]
 
 
-def _missing_filled(values: np.ndarray, names: list[str], na_values: list, missing: str, position: np.ndarray,
-                    row_label: RowLabel) -> np.ndarray:
-    """``values`` [N, C] with numeric missing markers as NaN, no infinite value, and NaN refused or
-    carried forward (``missing="ffill"``: row r from rows <= r only)."""
+def _checked_values(values: np.ndarray, names: list[str], na_values: list, position: np.ndarray,
+                    row_label: RowLabel, source: str) -> np.ndarray:
+    """``values`` [N, C] (in place) with numeric missing markers as NaN; an infinite value, or one
+    float32 cannot hold, is an error, and one far outside the rest of its column is warned about
+    (``table.check_magnitudes``)."""
     for v in na_values:
         try:
             number = float(v)
@@ -287,6 +291,16 @@ def _missing_filled(values: np.ndarray, names: list[str], na_values: list, missi
             f"{row_label(int(position[r]))}; replace them in the data, or pass na_values=['inf', '-inf'] "
             "with missing='ffill' to treat them as missing"
         )
+    n, c = values.shape
+    check_magnitudes(values.ravel(), np.tile(np.arange(c), n), np.repeat(position, c), names, row_label, source,
+                     kind="column")
+    return values
+
+
+def _missing_filled(values: np.ndarray, names: list[str], missing: str, position: np.ndarray,
+                    row_label: RowLabel) -> np.ndarray:
+    """``values`` [N, C] with NaN refused or carried forward (``missing="ffill"``: row r from rows
+    <= r only)."""
     nan = np.isnan(values)
     if not nan.any():
         return values
@@ -372,9 +386,11 @@ def read_series(
         time_unit: the unit of timestamp knot times; None: the median step of this data.
         freq: a pandas offset alias overriding the inferred frequency.
 
-    Raises ``DataError`` (or a subclass) naming the problem and the fix. Warns (``DataWarning``) when
-    text or empty columns were dropped, or a step between rows exceeds ``LARGE_STEP_RATIO`` times the
-    median step (a real gap, or misread dates).
+    Raises ``DataError`` (or a subclass) naming the problem and the fix, also for a value float32
+    cannot hold (|x| > ``np.finfo(np.float32).max``). Warns (``DataWarning``) when text or empty
+    columns were dropped, a step between rows exceeds ``LARGE_STEP_RATIO`` times the median step (a
+    real gap, or misread dates), or a value is more than ``table.OUTLIER_RATIO`` (1e6) times the
+    99th percentile of |x| of its column.
     """
     check_series_options(missing=missing, duplicates=duplicates, knot_times=knot_times, freq=freq)
     check_reading_options(dayfirst=dayfirst, thousands=thousands, sep=sep, decimal=decimal)
@@ -386,7 +402,6 @@ def read_series(
     position = np.arange(len(frame))  # original row of each current row, for messages
     timestamps, values, position = _in_time_order(timestamps, values, position, sort, row_label)
     timestamps, values, position = _merge_repeated(timestamps, values, position, duplicates, row_label)
-
     ts_ns = timestamps.as_unit("ns").asi8
     step = median_step(ts_ns)
     if step is None:
@@ -401,7 +416,8 @@ def read_series(
         unit = unit if unit is not None else step
         knots = knot_times_in(timestamps, unit)
     names = [str(c) for c in kept]
-    values = _missing_filled(values, names, na_values, missing, position, row_label)
+    values = _missing_filled(_checked_values(values, names, na_values, position, row_label, source), names, missing,
+                             position, row_label)
     return SeriesTable(
         timestamps=timestamps, values=np.ascontiguousarray(values), columns=tuple(names), knot_times=knots, step=step,
         freq=freq if freq is not None else infer_freq(timestamps, step),

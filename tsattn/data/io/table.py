@@ -13,6 +13,8 @@ its time column, its timestamps and its value columns.
   are left out with a ``DataWarning`` naming ``columns=[...]``; a numeric column with stray text,
   numbers written with thousands separators while ``thousands`` is not set, or with a decimal
   comma while ``decimal`` is ``"."``, is an error naming the cells.
+- ``check_magnitudes``: values float32 cannot hold are an error; values many orders of magnitude
+  outside the rest of their column (or variable) get a ``DataWarning``.
 - ``check_reading_options``: the validation of the options every reader takes.
 
 Rows in messages are 0-based data rows (the header is not counted); for a file the line number is
@@ -35,8 +37,11 @@ from ..errors import DataError, DataFileNotFoundError, warn_data
 from ..validation import SHOW
 
 __all__ = [
+    "FLOAT32_MAX",
+    "OUTLIER_RATIO",
     "TIME_COLUMN_CANDIDATES",
     "NaValues",
+    "check_magnitudes",
     "check_reading_options",
     "choose_value_columns",
     "detect_time_column",
@@ -55,6 +60,9 @@ _DAY_MONTH = re.compile(r"^\s*(\d{1,2})([/.\-])(\d{1,2})\2(\d{4}|\d{2})(?!\d)")
 _THOUSANDS = re.compile(r"^\s*[+-]?\d{1,3}(,\d{3})+(\.\d*)?\s*$")
 # a number written with a decimal comma: 0,7855 or -12,5 (or 1.234,5 with "." between thousands)
 _DECIMAL_COMMA = re.compile(r"^\s*[+-]?(\d+|\d{1,3}(\.\d{3})+),\d+([eE][+-]?\d+)?\s*$")
+
+FLOAT32_MAX = float(np.finfo(np.float32).max)  # about 3.4e38: models and forecasts run in float32
+OUTLIER_RATIO = 1e6  # |x| above this times the 99th percentile of |x| of its column gets a DataWarning
 
 NaValues = Union[str, float, Sequence[Union[str, float]], None]
 
@@ -396,3 +404,47 @@ def select_value_columns(
             )
         dropped[c] = f"text, e.g. {first!r}"
     return kept, dropped
+
+
+def check_magnitudes(value: np.ndarray, group: np.ndarray, row: np.ndarray, names: Sequence[str],
+                     row_label: Callable[[int], str], source: str, *, kind: str) -> None:
+    """Refuse values float32 cannot hold; warn about values far outside the rest of their column.
+
+    ``value`` [n] float64 (NaN, an empty cell, is skipped), ``group`` [n] its column (``kind``
+    ``"column"``) or variable (``"variable"``) index into ``names``, ``row`` [n] its 0-based input row.
+
+    - Models and forecasts run in float32: a finite |x| above ``FLOAT32_MAX``
+      (``np.finfo(np.float32).max``, about 3.4e38) raises a ``DataError`` naming the column, the
+      row and the fix (rescale the column, or leave it out).
+    - A |x| more than ``OUTLIER_RATIO`` (1e6) times the 99th percentile of |x| of its column (when
+      that percentile is > 0) gets a ``DataWarning`` naming the column, the row and the value: a
+      unit error or a missing-value marker, most likely.
+    """
+    magnitude = np.abs(np.asarray(value, dtype=np.float64))
+    finite = np.isfinite(magnitude)
+    huge = np.flatnonzero(finite & (magnitude > FLOAT32_MAX))
+    if huge.size:
+        g = int(group[huge[0]])
+        mine = huge[group[huge] == g]
+        shown = ", ".join(f"{value[i]:.6g} at {row_label(int(row[i]))}" for i in mine[:SHOW])
+        exponent = int(np.floor(np.log10(magnitude[mine].max())))
+        raise DataError(
+            f"{kind} {names[g]!r} holds {mine.size} value(s) too large for float32 (|x| > {FLOAT32_MAX:.4g}), the "
+            f"precision models and forecasts run in: {shown}; rescale the {kind} (e.g. divide it by 1e{exponent}) "
+            f"or leave it out with columns=[...]"
+        )
+    percentile = pd.Series(magnitude[finite]).groupby(group[finite]).quantile(0.99)  # per column present
+    p99 = np.zeros(len(names))
+    p99[percentile.index.to_numpy(dtype=np.int64)] = percentile.to_numpy()
+    far = np.flatnonzero(finite & (p99[group] > 0) & (magnitude > OUTLIER_RATIO * p99[group]))
+    if far.size:
+        worst = far[np.argsort(-magnitude[far], kind="stable")[:SHOW]]
+        shown = "; ".join(
+            f"{kind} {names[int(group[i])]!r}: {value[i]:.6g} at {row_label(int(row[i]))} (99th percentile of |x|: "
+            f"{p99[int(group[i])]:.3g})" for i in worst
+        )
+        warn_data(
+            f"{source}: {far.size} value(s) are more than {OUTLIER_RATIO:.0e} times the 99th percentile of |x| of "
+            f"their {kind}: {shown}. Check for a unit error or a missing-value marker (pass na_values=[...]); "
+            "if the values are real, ignore this"
+        )
