@@ -268,7 +268,7 @@ def test_ambiguous_day_first_dates_need_dayfirst(make_csv, raises):
 
 def test_month_first_reading_of_day_first_dates_warns_with_the_step_and_rows(make_csv):
     path = _day_first_csv(make_csv, 12)
-    with pytest.warns(DataWarning, match=r"exceed 100x the median step \(0 days 01:00:00\)") as record:
+    with pytest.warns(DataWarning, match=r"exceed 10x the median step \(0 days 01:00:00\)") as record:
         table = read_series(path, dayfirst=False)  # January to December, as pandas alone would read it
     assert table.timestamps[-1] == pd.Timestamp("2016-12-01 23:00")
     message = str(record[0].message)
@@ -401,3 +401,39 @@ def test_decimal_commas_are_named_then_read(make_csv, raises, hourly_frame):
     raises(DataError, "decimal must be one character", lambda: CSVDataModule(frame, 4, 2, decimal=""))
     raises(DataError, "is also the thousands separator", lambda: CSVDataModule(frame, 4, 2, decimal=",",
                                                                                 thousands=","))
+
+
+# -- gaps -----------------------------------------------------------------------------------------------
+def test_a_month_of_missing_daily_rows_warns_and_says_what_windows_do(hourly_frame):
+    frame = hourly_frame(365)
+    frame["date"] = pd.date_range("2021-01-01", periods=365, freq="D").strftime("%Y-%m-%d")
+    frame = frame.drop(index=range(200, 230)).reset_index(drop=True)  # 31 days from row 199 to row 200
+    with pytest.warns(DataWarning, match=r"1 step\(s\) between consecutive rows exceed 10x the median step") as record:
+        read_series(frame)
+    message = str(record[0].message)
+    assert "31 days" in message and "row 199" in message and "row 200" in message
+    assert "with knot_times='timestamps' (this reading) the model sees the gap in its knot times" in message
+    assert "with knot_times='index' rows are read as one step apart" in message
+    with pytest.warns(DataWarning, match=r"knot_times='index' \(this reading\) rows are read as one step apart"):
+        read_series(frame, knot_times="index")
+
+
+def test_a_step_of_exactly_ten_times_the_median_does_not_warn(hourly_frame):
+    frame = hourly_frame(200)
+    stamps = pd.date_range("2021-01-01", periods=200, freq="10min")
+    frame["date"] = stamps.where(stamps < stamps[100], stamps + pd.Timedelta("90min"))  # one 100-minute step
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataWarning)
+        table = read_series(frame)
+    assert table.timestamps[100] - table.timestamps[99] == pd.Timedelta("100min")
+
+
+@pytest.mark.parametrize("name", ["ETTh1", "ETTh2", "ETTm1", "ETTm2", "weather"])
+def test_registered_benchmark_files_read_without_a_warning(real_file, name):
+    from tsattn.data import registry
+
+    spec = registry.get_spec(name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataWarning)  # weather's one 100-minute step (10x) included
+        table = read_series(real_file(spec.files[0].filename), **spec.read_options)
+    assert len(table) == spec.n_rows

@@ -5,7 +5,8 @@
 1. reads the table (``table.load_table``) and finds and parses its time column;
 2. keeps the numeric columns as value columns (text columns are dropped with a ``DataWarning``);
 3. checks the timestamps are increasing (``sort=True`` sorts) and handles repeated timestamps
-   (``duplicates=``); warns when the longest step between rows is far above the median step;
+   (``duplicates=``); warns when a step between rows is more than ``LARGE_STEP_RATIO`` (10) times
+   the median step (a gap windows bridge, or misread dates);
 4. rejects infinite values and values float32 cannot hold, warns about values many orders of
    magnitude outside the rest of their column (``table.check_magnitudes``), and handles missing
    ones (``missing=``), never from a later row;
@@ -19,6 +20,11 @@ value columns). Reading stops with an error naming the cells when a column is nu
 text (say ``"n/a"``: at least half of its non-empty cells parse as numbers), numbers written with
 thousands separators (``"5,827.0"``) while ``thousands`` is not set, or with a decimal comma
 (``"0,7855"``) while ``decimal`` is ``"."``, because dropping it would lose a channel.
+
+Gaps: a step between consecutive rows more than ``LARGE_STEP_RATIO`` (10) times the median step
+gets a ``DataWarning`` (a 100-minute step in 10-minute data, exactly 10 times, does not). Windows
+that span such a gap bridge it: with ``knot_times="timestamps"`` the model sees the gap in its knot
+times; with ``"index"`` the rows are read as one step apart, as if contiguous.
 
 Missing values are never filled from a later row: a filled value depends only on the rows
 before it, so no window's inputs and no train statistic see the future (``missing="ffill"``).
@@ -68,7 +74,7 @@ __all__ = [
 MISSING_POLICIES = ("error", "ffill")
 DUPLICATE_POLICIES = ("error", "keep", "first", "last", "mean")
 KNOT_TIME_MODES = ("timestamps", "index")
-LARGE_STEP_RATIO = 100  # a step this many times the median step gets a DataWarning
+LARGE_STEP_RATIO = 10  # a step more than this many times the median step gets a DataWarning
 
 DataSource = Union[str, os.PathLike, pd.DataFrame]
 RowLabel = Callable[[int], str]
@@ -145,7 +151,10 @@ def with_time_unit(table: "SeriesTable", unit: Optional[pd.Timedelta]) -> "Serie
 
 
 def _warn_long_steps(ts_ns: np.ndarray, timestamps: pd.DatetimeIndex, position: np.ndarray, step: pd.Timedelta,
-                     source: str, row_label) -> None:
+                     source: str, row_label, knot_times: str) -> None:
+    """Warn when a step between consecutive rows is more than ``LARGE_STEP_RATIO`` times the median
+    ``step``, naming the longest steps, what windows do across them under ``knot_times``, and
+    misread dates."""
     steps = np.diff(ts_ns)
     long = np.flatnonzero(steps > LARGE_STEP_RATIO * step.value)
     if long.size == 0:
@@ -156,10 +165,15 @@ def _warn_long_steps(ts_ns: np.ndarray, timestamps: pd.DatetimeIndex, position: 
         f"{row_label(int(position[i + 1]))} ({timestamps[i + 1]})"
         for i in worst
     )
+    reading = {"timestamps": "the model sees the gap in its knot times",
+               "index": "rows are read as one step apart, as if contiguous"}
+    windows = "; ".join(f"with knot_times={mode!r}{' (this reading)' if mode == knot_times else ''} {what}"
+                        for mode, what in reading.items())
     warn_data(
         f"{source}: {long.size} step(s) between consecutive rows exceed {LARGE_STEP_RATIO}x the median step "
-        f"({step}); the longest: {listed}. If the series has such gaps, ignore this; otherwise check the "
-        "timestamps (day-first dates read month-first jump by months: pass dayfirst=True or time_format=)"
+        f"({step}); the longest: {listed}. Windows across such a gap bridge it: {windows}. If the series has "
+        "such gaps, ignore this (or fill in the missing rows); otherwise check the timestamps (day-first dates "
+        "read month-first jump by months: pass dayfirst=True or time_format=)"
     )
 
 
@@ -388,9 +402,9 @@ def read_series(
 
     Raises ``DataError`` (or a subclass) naming the problem and the fix, also for a value float32
     cannot hold (|x| > ``np.finfo(np.float32).max``). Warns (``DataWarning``) when text or empty
-    columns were dropped, a step between rows exceeds ``LARGE_STEP_RATIO`` times the median step (a
-    real gap, or misread dates), or a value is more than ``table.OUTLIER_RATIO`` (1e6) times the
-    99th percentile of |x| of its column.
+    columns were dropped, a step between rows is more than ``LARGE_STEP_RATIO`` (10) times the
+    median step (a real gap, or misread dates), or a value is more than ``table.OUTLIER_RATIO``
+    (1e6) times the 99th percentile of |x| of its column.
     """
     check_series_options(missing=missing, duplicates=duplicates, knot_times=knot_times, freq=freq)
     check_reading_options(dayfirst=dayfirst, thousands=thousands, sep=sep, decimal=decimal)
@@ -409,7 +423,7 @@ def read_series(
             f"{source} has fewer than 2 distinct timestamps ({len(timestamps)} row(s)); a series needs "
             "at least lookback + horizon rows at distinct times"
         )
-    _warn_long_steps(ts_ns, timestamps, position, step, source, row_label)
+    _warn_long_steps(ts_ns, timestamps, position, step, source, row_label, knot_times)
     if knot_times == "index":
         knots, unit = np.arange(len(timestamps), dtype=np.float64), None
     else:
