@@ -403,6 +403,33 @@ def test_decimal_commas_are_named_then_read(make_csv, raises, hourly_frame):
                                                                                 thousands=","))
 
 
+# -- time zones with daylight saving --------------------------------------------------------------------
+def _daylight_saving_csv(make_csv):
+    """Hourly rows in New York time across the switch to summer time (2021-03-14): -05:00, then -04:00."""
+    stamps = pd.date_range("2021-03-12", periods=96, freq="h", tz="America/New_York")
+    frame = pd.DataFrame({"date": stamps, "a": np.arange(96.0), "OT": np.sin(np.arange(96) / 5.0)})
+    path = make_csv(frame)
+    assert "-05:00" in path.read_text() and "-04:00" in path.read_text()
+    return path, stamps
+
+
+def test_daylight_saving_offsets_are_read_as_utc(make_csv):
+    path, stamps = _daylight_saving_csv(make_csv)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataWarning)  # hourly in UTC: no gap at the switch
+        table = read_series(path)
+    assert str(table.timestamps.tz) == "UTC" and table.timestamps.equals(stamps.tz_convert("UTC"))
+    assert (np.diff(table.knot_times) == 1.0).all() and table.freq == "h"
+    dm = CSVDataModule(str(path), 8, 4)
+    future = dm.future_timestamps()  # a forecast comes back in UTC
+    assert str(future.tz) == "UTC" and future[0] == stamps[-1].tz_convert("UTC") + pd.Timedelta("1h")
+
+
+def test_timestamps_with_and_without_an_offset_are_refused(make_csv, raises):
+    rows = "date,a\n2021-03-14 00:00-05:00,1\n2021-03-14 04:00-04:00,2\n2021-03-14 05:00,3\n"
+    raises(DataError, "could not be parsed", "'2021-03-14 05:00' at row 2 (line 4)", _setup(str(make_csv(rows))))
+
+
 # -- gaps -----------------------------------------------------------------------------------------------
 def test_a_month_of_missing_daily_rows_warns_and_says_what_windows_do(hourly_frame):
     frame = hourly_frame(365)

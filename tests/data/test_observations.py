@@ -336,7 +336,7 @@ def test_a_value_far_outside_its_variable_warns():
     assert obs.n_observations == 600  # read as it is
 
 
-# -- decimal commas ------------------------------------------------------------------------------------------
+# -- decimal commas, time zones with daylight saving --------------------------------------------------------
 def test_decimal_commas_in_a_long_table(raises, make_csv):
     rows = "".join(f"p{k};2021-01-01 0{h}:00;hr;{60 + h},{k}5\n" for k in range(2) for h in range(4))
     path = make_csv("id;time;variable;value\n" + rows)
@@ -344,3 +344,11 @@ def test_decimal_commas_in_a_long_table(raises, make_csv):
     raises(DataError, "decimal comma? pass decimal=','", lambda: read_observations(path, **long))
     obs = read_observations(path, **long, decimal=",")
     np.testing.assert_array_equal(obs.value, [60.05, 61.05, 62.05, 63.05, 60.15, 61.15, 62.15, 63.15])
+
+
+def test_daylight_saving_offsets_are_read_as_utc(make_csv):
+    stamps = pd.date_range("2021-03-13 20:00", periods=12, freq="h", tz="America/New_York")  # over the switch
+    frame = pd.DataFrame({"id": ["a"] * 12, "time": stamps, "x": np.arange(12.0)})
+    obs = read_observations(make_csv(frame), id_column="id")
+    assert str(obs.origins.tz) == "UTC" and obs.origins[0] == stamps[0].tz_convert("UTC")
+    np.testing.assert_array_equal(obs.time, np.arange(12.0))  # hours apart, also across the switch

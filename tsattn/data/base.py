@@ -56,7 +56,9 @@ class ForecastDataModule(pl.LightningDataModule):
         columns: the value (variable) columns to use; default: every numeric column.
         time_column: the column holding times; None detects ``date``, ``ds``, ``timestamp``,
             ``date_time``, ``datetime``, ``time``, ... (or a DataFrame's ``DatetimeIndex``).
-        time_format: a ``strftime`` format for the timestamps; None infers it.
+        time_format: a ``strftime`` format for the timestamps; None infers it. Timestamps with
+            different UTC offsets (a zone with daylight saving: ``-05:00`` in winter, ``-04:00`` in
+            summer) are read as UTC, and forecasts of such data come back in UTC.
         dayfirst: read ``07/01/2016`` as 7 January (True) or 1 July (False); None decides from the
             data and raises when no row tells.
         na_values: cell values that mean "missing": one (``-9999``) or a list (``[-9999, "n/a"]``).

@@ -386,6 +386,7 @@ def read_series(
             ``timestamp``, ``date_time``, ``datetime``, ``time`` (case-insensitive), or uses a
             DataFrame's ``DatetimeIndex``.
         time_format: a ``strftime`` format for the timestamps; None infers it from the first one.
+            Timestamps with different UTC offsets (a zone with daylight saving) are read as UTC.
         dayfirst, columns, thousands, sep, decimal: see ``tsattn.data.ForecastDataModule`` (the table options).
         na_values: cell values that mean "missing": one (``-9999``, ``"n/a"``) or a list, as in
             ``pandas.read_csv``; numbers also match numerically (``-9999.0``).

@@ -8,7 +8,8 @@ its time column, its timestamps and its value columns.
   a DataFrame's ``DatetimeIndex``.
 - ``parse_timestamps``: dates written ``dd/mm/yyyy`` or ``mm/dd/yyyy`` are read the way the data
   shows; when no row tells (every day <= 12) reading stops until ``dayfirst=`` or ``time_format=``
-  says which.
+  says which. Timestamps with different UTC offsets (one zone's winter and summer time,
+  ``-05:00`` and ``-04:00``) are read as UTC.
 - ``choose_value_columns`` / ``select_value_columns``: numeric columns are values; text columns
   are left out with a ``DataWarning`` naming ``columns=[...]``; a numeric column with stray text,
   numbers written with thousands separators while ``thousands`` is not set, or with a decimal
@@ -286,9 +287,27 @@ def resolve_dayfirst(raw: pd.Series, name: str, dayfirst: Optional[bool]) -> boo
     return False  # both fields exceed 12 somewhere: parsing reports the rows that do not fit
 
 
+def _to_datetime(raw: pd.Series, time_format: Optional[str], dayfirst: bool) -> pd.Series:
+    """``pd.to_datetime`` (unparseable cells NaT); timestamps with different UTC offsets, which pandas
+    refuses unless ``utc=True``, are read as UTC."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "could not infer format" chatter
+        try:
+            return pd.to_datetime(raw, format=time_format, dayfirst=dayfirst, errors="coerce")
+        except ValueError as exc:
+            if "utc=True" not in str(exc):  # pandas' "Mixed timezones detected. Pass utc=True ..."
+                raise
+        return pd.to_datetime(raw, format=time_format, dayfirst=dayfirst, errors="coerce", utc=True)
+
+
 def parse_timestamps(
     raw: pd.Series, name: str, time_format: Optional[str], row_label, dayfirst: Optional[bool] = None
 ) -> pd.DatetimeIndex:
+    """The timestamps of ``raw`` (text, or already datetimes), every cell parsed or an error naming
+    the cells that are not. ``dd/mm/yyyy``-style dates follow ``dayfirst`` or the data
+    (``resolve_dayfirst``). Timestamps with different UTC offsets (a zone with daylight saving:
+    ``2021-01-10 08:00-05:00`` and ``2021-07-10 08:00-04:00``) are read as UTC, so a forecast of
+    such data comes back in UTC; timestamps with one offset keep it."""
     if ptypes.is_datetime64_any_dtype(raw):
         parsed = pd.Series(raw)
     elif ptypes.is_numeric_dtype(raw) or ptypes.is_bool_dtype(raw):
@@ -301,9 +320,7 @@ def parse_timestamps(
         if time_format is None:
             dayfirst = resolve_dayfirst(raw, name, dayfirst)
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", UserWarning)  # "could not infer format" chatter
-                parsed = pd.to_datetime(raw, format=time_format, dayfirst=bool(dayfirst), errors="coerce")
+            parsed = _to_datetime(raw, time_format, bool(dayfirst))
         except (ValueError, TypeError) as exc:
             raise DataError(
                 f"time column {name!r} could not be parsed as dates ({exc}); pass time_format= "
