@@ -13,6 +13,7 @@ import pytest
 
 from tsattn.data import DataError, DataFileNotFoundError, ObservationSet, read_observations
 from tsattn.data.errors import DataWarning
+from tsattn.data.observations.requests import series_codes
 
 ROWS = [  # a wide table: 2 patients, datetime times, NaN = not observed
     ("p2", "2021-03-01 08:00", 80.0, np.nan, 36.6),
@@ -352,3 +353,33 @@ def test_daylight_saving_offsets_are_read_as_utc(make_csv):
     obs = read_observations(make_csv(frame), id_column="id")
     assert str(obs.origins.tz) == "UTC" and obs.origins[0] == stamps[0].tz_convert("UTC")
     np.testing.assert_array_equal(obs.time, np.arange(12.0))  # hours apart, also across the switch
+
+
+# -- ids as the file writes them ---------------------------------------------------------------------------
+def _with_ids(ids) -> pd.DataFrame:
+    return pd.DataFrame({"id": ids, "t": np.arange(float(len(ids))), "x": np.ones(len(ids))})
+
+
+def test_csv_ids_are_kept_as_written(make_csv):
+    padded = read_observations(make_csv("id,t,x\n007,0,1\n010,1,1\n007,2,1\n"), id_column="id", time_column="t")
+    assert list(padded.series_ids) == ["007", "010"] and padded.series_ids.dtype.kind == "U"
+    assert list(padded.to_frame()["id"].unique()) == ["007", "010"]
+    plain = read_observations(make_csv(_with_ids([10, 7, -3, 0]), "plain.csv"), id_column="id", time_column="t")
+    assert plain.series_ids.dtype == np.int64 and list(plain.series_ids) == [-3, 0, 7, 10]  # as before: by number
+    for written in (["+7", "8"], ["7.0", "8"], ["-0", "8"]):  # not the canonical text of an integer: text
+        path = make_csv(_with_ids(written), "other.csv")
+        assert list(read_observations(path, id_column="id", time_column="t").series_ids) == sorted(written)
+    frame_ids = read_observations(_with_ids(["007", "010"]), id_column="id", time_column="t")  # as given
+    assert list(frame_ids.series_ids) == ["007", "010"]
+    assert read_observations(_with_ids([7, 10]), id_column="id", time_column="t").series_ids.dtype == np.int64
+
+
+def test_requests_match_an_id_by_its_text_or_its_integer(raises):
+    numbers = read_observations(_with_ids([7, 10]), id_column="id", time_column="t")
+    np.testing.assert_array_equal(series_codes(pd.Series([7, "7", 7.0, np.int64(10), "10"]), numbers, "at="),
+                                  [0, 0, 0, 1, 1])
+    raises(DataError, "names series the data does not hold: ['007']",
+           lambda: series_codes(pd.Series(["007"]), numbers, "at="))
+    text = read_observations(_with_ids(["007", "010"]), id_column="id", time_column="t")
+    np.testing.assert_array_equal(series_codes(pd.Series(["010", "007"]), text, "at="), [1, 0])
+    raises(DataError, "names series the data does not hold: [7]", lambda: series_codes(pd.Series([7]), text, "at="))

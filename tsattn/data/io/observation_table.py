@@ -9,6 +9,10 @@ Either layout:
 
 No value is ever filled in. Rows in error messages are 0-based data rows of the input (the header
 is not counted); for a file the line number is given too.
+
+Ids: a CSV file's id column is read as text, and made int64 only when every id is the canonical
+text of an integer (``"7"``, ``"-3"``; not ``"007"``, ``"+7"``, ``"7.0"``), so ids come back as
+the file writes them. A DataFrame's id column is taken as given.
 """
 from __future__ import annotations
 
@@ -32,6 +36,7 @@ from .table import (
     check_reading_options,
     choose_value_columns,
     detect_time_column,
+    ids_as_written,
     load_table,
     normalize_na_values,
     parse_timestamps,
@@ -179,11 +184,14 @@ def _numeric_markers(na_values: list) -> list[float]:
     return markers
 
 
-def _load_frame(data: DataSource, na_values: list, sep: str, decimal: str) -> tuple[pd.DataFrame, str, RowLabel]:
-    """The table (``load_table``), with a DataFrame's object columns of numbers made numeric."""
+def _load_frame(data: DataSource, na_values: list, sep: str, decimal: str,
+                id_column: Optional[str]) -> tuple[pd.DataFrame, str, RowLabel]:
+    """The table (``load_table``): a file's id column read as text and kept as written
+    (``ids_as_written``); a DataFrame's object columns of numbers made numeric."""
     frame, source, row_label = load_table(
         data, na_values, sep, accepts="a path to a CSV file or a pandas DataFrame", decimal=decimal,
         needs_columns="a time column and values (and an id column for several series)", needs_rows="one observation",
+        text_columns=() if id_column is None else (id_column,),
     )
     if isinstance(data, pd.DataFrame):
         for c in frame.columns:  # object columns holding only numbers (and NaN) become numeric
@@ -192,6 +200,8 @@ def _load_frame(data: DataSource, na_values: list, sep: str, decimal: str) -> tu
                     frame[c] = pd.to_numeric(frame[c])
                 except (ValueError, TypeError):
                     pass
+    elif id_column is not None and id_column in frame.columns:
+        frame[id_column] = ids_as_written(frame[id_column])
     return frame, source, row_label
 
 
@@ -267,7 +277,8 @@ def read_observations(
     Args:
         data: a path to a CSV file, or a DataFrame.
         id_column: the column naming each row's series; None reads the whole table as one series.
-            Series are ordered by id (by first appearance when the ids do not sort).
+            Series are ordered by id (by first appearance when the ids do not sort). A file's ids
+            are kept as written (``"007"``), int64 when every id is the canonical text of an integer.
         time_column: the column holding times; None detects one by name (``date``, ``time``, ...)
             or uses a DataFrame's ``DatetimeIndex``. Datetimes become float ``time_unit``s since each
             series' first timestamp (kept in ``origins``); numbers are taken as given.
@@ -289,7 +300,7 @@ def read_observations(
     long_layout = _check_options(duplicates, dayfirst, thousands, sep, decimal, variable_column, value_column)
     unit = check_time_unit(time_unit)
     na_values = normalize_na_values(na_values) or []
-    frame, source, row_label = _load_frame(data, na_values, sep, decimal)
+    frame, source, row_label = _load_frame(data, na_values, sep, decimal, id_column)
     names = [str(c) for c in frame.columns]
     codes, ids = _ids(frame, id_column, names, row_label)
     time_name = detect_time_column(frame, time_column)

@@ -16,6 +16,8 @@ its time column, its timestamps and its value columns.
   comma while ``decimal`` is ``"."``, is an error naming the cells.
 - ``check_magnitudes``: values float32 cannot hold are an error; values many orders of magnitude
   outside the rest of their column (or variable) get a ``DataWarning``.
+- ``ids_as_written``: a CSV file's id column, read as text, stays text unless every id is the
+  canonical text of an integer.
 - ``check_reading_options``: the validation of the options every reader takes.
 
 Rows in messages are 0-based data rows (the header is not counted); for a file the line number is
@@ -46,6 +48,7 @@ __all__ = [
     "check_reading_options",
     "choose_value_columns",
     "detect_time_column",
+    "ids_as_written",
     "load_table",
     "normalize_na_values",
     "parse_timestamps",
@@ -61,6 +64,8 @@ _DAY_MONTH = re.compile(r"^\s*(\d{1,2})([/.\-])(\d{1,2})\2(\d{4}|\d{2})(?!\d)")
 _THOUSANDS = re.compile(r"^\s*[+-]?\d{1,3}(,\d{3})+(\.\d*)?\s*$")
 # a number written with a decimal comma: 0,7855 or -12,5 (or 1.234,5 with "." between thousands)
 _DECIMAL_COMMA = re.compile(r"^\s*[+-]?(\d+|\d{1,3}(\.\d{3})+),\d+([eE][+-]?\d+)?\s*$")
+# the canonical text of an integer: 0, 7, -3 (not 007, +7, -0, 7.0)
+_CANONICAL_INT = re.compile(r"^(0|-?[1-9][0-9]*)$")
 
 FLOAT32_MAX = float(np.finfo(np.float32).max)  # about 3.4e38: models and forecasts run in float32
 OUTLIER_RATIO = 1e6  # |x| above this times the 99th percentile of |x| of its column gets a DataWarning
@@ -150,7 +155,7 @@ def normalize_na_values(na_values: NaValues) -> Optional[list]:
     return values
 
 
-def _read_file(path: Path, na_values, sep: str, decimal: str) -> pd.DataFrame:
+def _read_file(path: Path, na_values, sep: str, decimal: str, text_columns: Sequence[str]) -> pd.DataFrame:
     if not path.exists():
         raise DataFileNotFoundError(
             f"CSV file not found: {str(path)!r}; check the path, or pass a registered dataset name "
@@ -162,7 +167,8 @@ def _read_file(path: Path, na_values, sep: str, decimal: str) -> pd.DataFrame:
         raise DataError(f"CSV file {str(path)!r} is empty (0 bytes); it needs a header row and data rows")
     try:
         header = pd.read_csv(path, sep=sep, header=None, nrows=1, dtype=str, keep_default_na=False)
-        frame = pd.read_csv(path, na_values=na_values, sep=sep, decimal=decimal)
+        frame = pd.read_csv(path, na_values=na_values, sep=sep, decimal=decimal,
+                            dtype={c: str for c in text_columns} or None)
     except pd.errors.EmptyDataError:
         raise DataError(
             f"CSV file {str(path)!r} is empty (no header, no rows); it needs a header row and data rows"
@@ -193,11 +199,12 @@ def _read_file(path: Path, na_values, sep: str, decimal: str) -> pd.DataFrame:
 
 
 def load_table(data: Any, na_values: list, sep: str, *, accepts: str, needs_columns: str, needs_rows: str,
-               type_hint: str = "", decimal: str = ".") -> tuple[pd.DataFrame, str, Callable[[int], str]]:
+               type_hint: str = "", decimal: str = ".",
+               text_columns: Sequence[str] = ()) -> tuple[pd.DataFrame, str, Callable[[int], str]]:
     """A copy of a DataFrame (string ``na_values`` replaced by NaN) or a CSV file read (with
-    ``decimal`` as the decimal mark), checked for columns, rows and repeated column names. Returns
-    the frame, its name for messages and a function that names a row for messages (with the file's
-    line number for a file)."""
+    ``decimal`` as the decimal mark, ``text_columns`` as text), checked for columns, rows and
+    repeated column names. Returns the frame, its name for messages and a function that names a row
+    for messages (with the file's line number for a file)."""
     if isinstance(data, pd.DataFrame):
         frame = data.copy()
         source = "<DataFrame>"
@@ -209,7 +216,7 @@ def load_table(data: Any, na_values: list, sep: str, *, accepts: str, needs_colu
             frame = frame.replace([v for v in na_values if isinstance(v, str)], np.nan)
     elif isinstance(data, (str, os.PathLike)):
         path = Path(data).expanduser()
-        frame = _read_file(path, na_values or None, sep, decimal)
+        frame = _read_file(path, na_values or None, sep, decimal, text_columns)
         source = str(path)
 
         def row_label(r: int) -> str:
@@ -224,6 +231,21 @@ def load_table(data: Any, na_values: list, sep: str, *, accepts: str, needs_colu
         dup = [str(c) for c in frame.columns[frame.columns.duplicated()]]
         raise DataError(f"{source} repeats column name(s) {dup}; give every column a distinct name")
     return frame, source, row_label
+
+
+def ids_as_written(raw: pd.Series) -> pd.Series:
+    """A CSV file's id column read as text -> int64 when every id is the canonical text of an int64
+    (``"7"``, ``"-3"``, ``"0"``), else unchanged: ``"007"``, ``"+7"``, ``"7.0"`` stay as written, so
+    ``007`` and ``7`` are different series and a forecast shows ``007``. A column with empty cells
+    is left as it is (the reader refuses those cells)."""
+    if raw.isna().any() or not ptypes.is_string_dtype(raw):
+        return raw
+    if not raw.astype(str).str.fullmatch(_CANONICAL_INT).all():
+        return raw
+    numbers = pd.to_numeric(raw, errors="coerce")
+    if numbers.dtype != np.int64:  # beyond the int64 range
+        return raw
+    return numbers
 
 
 def detect_time_column(frame: pd.DataFrame, time_column: Optional[str]) -> Optional[str]:
