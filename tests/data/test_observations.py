@@ -301,6 +301,43 @@ def test_bad_options(raises):
     raises(DataError, "must be different columns", lambda: read_observations(_wide(), id_column="time"))
 
 
+# -- several series read without id_column ------------------------------------------------------------------
+def test_several_series_without_id_column_name_the_id_column(raises, make_csv):
+    wide = _wide().rename(columns={"id": "patient"})  # p2 in March, then p1 in January: times go back
+    msg = raises(DataError, "times go back", "the table looks like it holds several series",
+                 "pass id_column='patient' (or sort=True if it is one series)", lambda: read_observations(wide))
+    assert "sort the table by (id, time)" not in msg
+    stays = make_csv(wide.assign(patient=wide["patient"].map({"p1": 11, "p2": 12})))  # integer ids, in a file
+    raises(DataError, "pass id_column='patient'", lambda: read_observations(stays))
+    long = _long_from(_wide()).rename(columns={"id": "patient"}).iloc[::-1]  # one series per patient, reversed
+    raises(DataError, "times go back", "sort=True", lambda: read_observations(
+        long, variable_column="variable", value_column="value"))  # no grouping keeps times in order: no guess
+    one_series = _wide().query("id == 'p1'").iloc[::-1].drop(columns="id")
+    raises(DataError, "sort the table by (id, time), or pass sort=True", lambda: read_observations(one_series))
+
+
+def _two_patients_at_the_same_times() -> pd.DataFrame:
+    times = pd.date_range("2021-01-01", periods=6, freq="h").strftime("%Y-%m-%d %H:%M")
+    return pd.DataFrame({"patient": ["a"] * 6 + ["b"] * 6, "time": list(times) * 2,
+                         "HR": np.r_[np.full(6, 60.0), np.full(6, 90.0)]})
+
+
+def test_sort_without_id_column_warns_when_series_are_merged():
+    frame = _two_patients_at_the_same_times()
+    with pytest.warns(DataWarning) as record:
+        merged = read_observations(frame, sort=True)
+    dropped, merge = (str(w.message) for w in record)  # the text column left out, then the merge
+    assert "left out of the variable columns" in dropped and "'patient' (text, e.g. 'a')" in dropped
+    assert "read as one series (no id_column), 6 observation(s) sharing a (time, variable)" in merge
+    assert "told apart by column 'patient': pass id_column='patient'" in merge
+    assert len(merged) == 1 and merged.read_counts["duplicates_merged"] == 6 and set(merged.value) == {75.0}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataWarning)
+        assert len(read_observations(frame, id_column="patient", sort=True)) == 2
+        repeated = frame.drop(columns="patient")  # one series measured twice a time: nothing tells them apart
+        assert read_observations(repeated, sort=True).read_counts["duplicates_merged"] == 6
+
+
 # -- text columns of a wide table ------------------------------------------------------------------------
 def test_wide_text_columns_are_left_out_with_a_warning():
     frame = _wide().assign(note=["ok", "late", "ok", "ok", "late", "ok"], empty=np.nan)

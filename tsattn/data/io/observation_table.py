@@ -13,17 +13,22 @@ is not counted); for a file the line number is given too.
 Ids: a CSV file's id column is read as text, and made int64 only when every id is the canonical
 text of an integer (``"7"``, ``"-3"``; not ``"007"``, ``"+7"``, ``"7.0"``), so ids come back as
 the file writes them. A DataFrame's id column is taken as given.
+
+Several series without ``id_column``: when times go back and a column looks like it names series
+(text or integers, at most half as many distinct values as rows, and within each of its values the
+times increase), the error names ``id_column=<that column>``; when observations sharing a (time,
+variable) were merged and a column tells them apart, a ``DataWarning`` names it.
 """
 from __future__ import annotations
 
 import os
-from typing import Callable, Optional, Sequence, Union
+from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 import pandas as pd
 from pandas.api import types as ptypes
 
-from ..errors import DataError
+from ..errors import DataError, warn_data
 from ..observations.observation_set import (
     OBSERVATION_DUPLICATE_POLICIES,
     ObservationSet,
@@ -75,6 +80,62 @@ def _ids(frame: pd.DataFrame, id_column: Optional[str], columns: list[str], row_
     return codes.astype(np.int64), ids
 
 
+_ID_NAMES = ("id", "key", "series", "patient", "subject", "stay", "station", "sensor", "unit", "item", "store")
+
+
+def _id_candidates(frame: pd.DataFrame, roles: Sequence) -> list:
+    """Columns that could name series: text or integers (not booleans), no empty cell, at least 2 and
+    at most half as many distinct values as rows; those named like an id first, then text ones."""
+    found = []
+    for position, c in enumerate(frame.columns):
+        s = frame[c]
+        if c in roles or ptypes.is_bool_dtype(s) or not (ptypes.is_integer_dtype(s) or ptypes.is_string_dtype(s)
+                                                         or isinstance(s.dtype, pd.CategoricalDtype)):
+            continue
+        if s.isna().any() or not 2 <= s.nunique() <= len(frame) // 2:
+            continue
+        name = str(c).strip().lower()
+        named = name in _ID_NAMES or name.endswith("id") or any(name.startswith(n) for n in _ID_NAMES)
+        found.append((not named, ptypes.is_integer_dtype(s), position, c))
+    return [c for *_, c in sorted(found, key=lambda item: item[:3])]
+
+
+def _codes_of(column: pd.Series) -> np.ndarray:
+    return pd.factorize(column, sort=False)[0].astype(np.int64)
+
+
+def _in_time_order_within(codes: np.ndarray, order_key: np.ndarray) -> bool:
+    """Whether the times ``order_key`` [N] never go back within a group of ``codes`` [N] (input order)."""
+    position = np.argsort(codes, kind="stable")
+    return not ((np.diff(order_key[position]) < 0) & (np.diff(codes[position]) == 0)).any()
+
+
+def _likely_id_column(frame: pd.DataFrame, roles: Sequence, fits: Callable[[np.ndarray], bool]) -> Optional[str]:
+    """The first id candidate (``_id_candidates``) whose row groups ``fits`` (codes [N] -> bool), or None."""
+    for c in _id_candidates(frame, roles):
+        if fits(_codes_of(frame[c])):
+            return c
+    return None
+
+
+def _warn_merged_series(frame: pd.DataFrame, roles: Sequence, rows: np.ndarray, times: np.ndarray,
+                        variables: np.ndarray, merged: int, duplicates: str, source: str) -> None:
+    """Warn when merged (time, variable) duplicates of a table read as one series are told apart by a
+    column that looks like an id (``rows``, ``times``, ``variables`` [n]: the observations)."""
+    def tells_apart(codes: np.ndarray) -> bool:
+        keys = pd.DataFrame({"id": codes[rows], "time": times, "variable": variables})
+        return not keys.duplicated().any()
+
+    guess = _likely_id_column(frame, roles, tells_apart)
+    if guess is not None:
+        warn_data(
+            f"{source}: read as one series (no id_column), {merged} observation(s) sharing a (time, variable) "
+            f"with another were merged (duplicates={duplicates!r}); the table looks like it holds several series, "
+            f"told apart by column {str(guess)!r}: pass id_column={str(guess)!r} (if it is one series, the merge "
+            "is what you asked for)"
+        )
+
+
 def _numeric_times(raw: pd.Series, name: str, row_label: RowLabel) -> np.ndarray:
     times = raw.to_numpy(dtype=np.float64, na_value=np.nan)
     bad = ~np.isfinite(times)
@@ -88,12 +149,32 @@ def _numeric_times(raw: pd.Series, name: str, row_label: RowLabel) -> np.ndarray
     return times
 
 
+def _check_time_order(order_key: np.ndarray, codes: np.ndarray, ids: np.ndarray, shown: Callable[[int], str],
+                      sort: bool, row_label: RowLabel, id_hint: Callable[[], Optional[str]]) -> None:
+    """Raise when times ``order_key`` [N] go back within a series (unless ``sort``); with no id column
+    (``id_hint`` gives a column that looks like one, or None) the fix names ``id_column=`` first."""
+    position = np.argsort(codes, kind="stable")  # rows grouped by series, input order kept inside
+    steps_back = (np.diff(order_key[position]) < 0) & (np.diff(codes[position]) == 0)
+    if sort or not steps_back.any():
+        return
+    i = int(np.flatnonzero(steps_back)[0])
+    a, b = int(position[i]), int(position[i + 1])
+    guess = id_hint()
+    fix = ("sort the table by (id, time), or pass sort=True to sort the rows" if guess is None else
+           f"the table looks like it holds several series: pass id_column={str(guess)!r} (or sort=True if it is "
+           "one series)")
+    raise DataError(
+        f"times go back within series {shown_id(ids[codes[a]])!r}: {row_label(b)} ({shown(b)}) comes after "
+        f"{row_label(a)} ({shown(a)}); {int(steps_back.sum())} such step(s) back in time; {fix}"
+    )
+
+
 def _times(frame: pd.DataFrame, time_name, codes: np.ndarray, ids: np.ndarray, unit: pd.Timedelta,
-           time_format: Optional[str], dayfirst: Optional[bool], sort: bool,
-           row_label: RowLabel) -> tuple[np.ndarray, Optional[pd.DatetimeIndex]]:
+           time_format: Optional[str], dayfirst: Optional[bool], sort: bool, row_label: RowLabel,
+           id_hint: Callable[[np.ndarray], Optional[str]]) -> tuple[np.ndarray, Optional[pd.DatetimeIndex]]:
     """Every row's time [N] (numbers as given, or datetimes as ``unit``s since their series' first
     timestamp) and the series' first timestamps [S] (None for numeric times); times going back within
-    a series are an error unless ``sort``."""
+    a series are an error unless ``sort`` (``id_hint(times)``: a column that looks like an id)."""
     raw_time = pd.Series(frame.index, index=frame.index) if time_name is None else frame[time_name]
     shown_name = "<index>" if time_name is None else str(time_name)
     numeric_time = (
@@ -106,18 +187,8 @@ def _times(frame: pd.DataFrame, time_name, codes: np.ndarray, ids: np.ndarray, u
     else:
         stamps = parse_timestamps(raw_time, shown_name, time_format, row_label, dayfirst)
         order_key = stamps.as_unit("ns").asi8  # int64 [N], exact
-
-    position = np.argsort(codes, kind="stable")  # rows grouped by series, input order kept inside
-    steps_back = (np.diff(order_key[position]) < 0) & (np.diff(codes[position]) == 0)
-    if steps_back.any() and not sort:
-        i = int(np.flatnonzero(steps_back)[0])
-        a, b = int(position[i]), int(position[i + 1])
-        shown = (lambda r: repr(float(times[r]))) if numeric_time else (lambda r: str(stamps[r]))
-        raise DataError(
-            f"times go back within series {shown_id(ids[codes[a]])!r}: {row_label(b)} ({shown(b)}) comes after "
-            f"{row_label(a)} ({shown(a)}); {int(steps_back.sum())} such step(s) back in time; sort the table "
-            "by (id, time), or pass sort=True to sort the rows"
-        )
+    shown = (lambda r: repr(float(times[r]))) if numeric_time else (lambda r: str(stamps[r]))
+    _check_time_order(order_key, codes, ids, shown, sort, row_label, lambda: id_hint(order_key))
     if numeric_time:
         return times, None
     first_ns = np.full(len(ids), np.iinfo(np.int64).max, dtype=np.int64)
@@ -250,6 +321,18 @@ def _check_options(duplicates: str, dayfirst: Optional[bool], thousands: Optiona
     return long_layout
 
 
+def _roles(id_column: Optional[str], time_name: Any, variable_column: Optional[str],
+           value_column: Optional[str]) -> list:
+    """The id, time, variable and value columns given (or found); the same column twice is an error."""
+    roles = [c for c in (id_column, time_name, variable_column, value_column) if c is not None]
+    if len(set(roles)) != len(roles):
+        raise DataError(
+            f"the id, time, variable and value columns must be different columns; got id_column={id_column!r}, "
+            f"time column {time_name!r}, variable_column={variable_column!r}, value_column={value_column!r}"
+        )
+    return roles
+
+
 def read_observations(
     data: DataSource,
     *,
@@ -294,8 +377,9 @@ def read_observations(
 
     Returns an ``ObservationSet`` whose ``read_counts`` say how many rows were read, observations
     kept, duplicates merged and empty cells skipped; raises ``DataError`` naming the problem and the
-    fix. Warns (``DataWarning``) about text columns left out and values far outside the rest of their
-    variable (``table.check_magnitudes``).
+    fix (with no ``id_column``, times going back name a column that looks like one). Warns
+    (``DataWarning``) about text columns left out, values far outside the rest of their variable
+    (``table.check_magnitudes``), and merged duplicates a column that looks like an id tells apart.
     """
     long_layout = _check_options(duplicates, dayfirst, thousands, sep, decimal, variable_column, value_column)
     unit = check_time_unit(time_unit)
@@ -304,14 +388,13 @@ def read_observations(
     names = [str(c) for c in frame.columns]
     codes, ids = _ids(frame, id_column, names, row_label)
     time_name = detect_time_column(frame, time_column)
-    roles = [c for c in (id_column, time_name, variable_column, value_column) if c is not None]
-    if len(set(roles)) != len(roles):
-        raise DataError(
-            f"the id, time, variable and value columns must be different columns; got id_column={id_column!r}, "
-            f"time column {time_name!r}, variable_column={variable_column!r}, value_column={value_column!r}"
-        )
-    times, origins = _times(frame, time_name, codes, ids, unit, time_format, dayfirst, sort, row_label)
+    roles = _roles(id_column, time_name, variable_column, value_column)
 
+    def id_hint(order_key: np.ndarray) -> Optional[str]:
+        return None if id_column is not None else _likely_id_column(
+            frame, roles, lambda group: _in_time_order_within(group, order_key))
+
+    times, origins = _times(frame, time_name, codes, ids, unit, time_format, dayfirst, sort, row_label, id_hint)
     counts: dict[str, int] = {"rows": len(frame)}
     obs_row, obs_var, obs_value, variables = _observations(
         frame, (variable_column, value_column) if long_layout else None, roles, columns, source, _numeric_markers(na_values),
@@ -320,6 +403,8 @@ def read_observations(
         codes[obs_row], times[obs_row], obs_var, obs_value, len(ids), duplicates,
         describe=lambda i: row_label(int(obs_row[i])),
     )
+    if merged and id_column is None:
+        _warn_merged_series(frame, roles, obs_row, times[obs_row], obs_var, merged, duplicates, source)
     counts["duplicates_merged"] = merged
     counts["observations"] = len(value)
     return ObservationSet(
