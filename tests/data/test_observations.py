@@ -304,9 +304,10 @@ def test_bad_options(raises):
 # -- several series read without id_column ------------------------------------------------------------------
 def test_several_series_without_id_column_name_the_id_column(raises, make_csv):
     wide = _wide().rename(columns={"id": "patient"})  # p2 in March, then p1 in January: times go back
-    msg = raises(DataError, "times go back", "the table looks like it holds several series",
+    msg = raises(DataError, "times go back: row 2 (2021-01-01 00:00:00) comes after row 1 (2021-03-01 08:30:00)",
+                 "the table looks like it holds several series",
                  "pass id_column='patient' (or sort=True if it is one series)", lambda: read_observations(wide))
-    assert "sort the table by (id, time)" not in msg
+    assert "sort the table by (id, time)" not in msg and "within series" not in msg
     stays = make_csv(wide.assign(patient=wide["patient"].map({"p1": 11, "p2": 12})))  # integer ids, in a file
     raises(DataError, "pass id_column='patient'", lambda: read_observations(stays))
     long = _long_from(_wide()).rename(columns={"id": "patient"}).iloc[::-1]  # one series per patient, reversed

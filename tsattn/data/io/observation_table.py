@@ -150,31 +150,34 @@ def _numeric_times(raw: pd.Series, name: str, row_label: RowLabel) -> np.ndarray
 
 
 def _check_time_order(order_key: np.ndarray, codes: np.ndarray, ids: np.ndarray, shown: Callable[[int], str],
-                      sort: bool, row_label: RowLabel, id_hint: Callable[[], Optional[str]]) -> None:
-    """Raise when times ``order_key`` [N] go back within a series (unless ``sort``); with no id column
-    (``id_hint`` gives a column that looks like one, or None) the fix names ``id_column=`` first."""
+                      sort: bool, row_label: RowLabel, id_hint: Optional[Callable[[], Optional[str]]]) -> None:
+    """Raise when times ``order_key`` [N] go back within a series (unless ``sort``). ``id_hint`` is
+    None when an id column was given; else it gives a column that looks like one (or None), which the
+    fix then names first."""
     position = np.argsort(codes, kind="stable")  # rows grouped by series, input order kept inside
     steps_back = (np.diff(order_key[position]) < 0) & (np.diff(codes[position]) == 0)
     if sort or not steps_back.any():
         return
     i = int(np.flatnonzero(steps_back)[0])
     a, b = int(position[i]), int(position[i + 1])
-    guess = id_hint()
+    guess = None if id_hint is None else id_hint()
     fix = ("sort the table by (id, time), or pass sort=True to sort the rows" if guess is None else
            f"the table looks like it holds several series: pass id_column={str(guess)!r} (or sort=True if it is "
            "one series)")
+    within = f" within series {shown_id(ids[codes[a]])!r}" if id_hint is None else ""
     raise DataError(
-        f"times go back within series {shown_id(ids[codes[a]])!r}: {row_label(b)} ({shown(b)}) comes after "
+        f"times go back{within}: {row_label(b)} ({shown(b)}) comes after "
         f"{row_label(a)} ({shown(a)}); {int(steps_back.sum())} such step(s) back in time; {fix}"
     )
 
 
 def _times(frame: pd.DataFrame, time_name, codes: np.ndarray, ids: np.ndarray, unit: pd.Timedelta,
            time_format: Optional[str], dayfirst: Optional[bool], sort: bool, row_label: RowLabel,
-           id_hint: Callable[[np.ndarray], Optional[str]]) -> tuple[np.ndarray, Optional[pd.DatetimeIndex]]:
+           id_hint: Optional[Callable[[np.ndarray], Optional[str]]]) -> tuple[np.ndarray, Optional[pd.DatetimeIndex]]:
     """Every row's time [N] (numbers as given, or datetimes as ``unit``s since their series' first
     timestamp) and the series' first timestamps [S] (None for numeric times); times going back within
-    a series are an error unless ``sort`` (``id_hint(times)``: a column that looks like an id)."""
+    a series are an error unless ``sort`` (``id_hint(times)``: a column that looks like an id; None
+    when an id column was given)."""
     raw_time = pd.Series(frame.index, index=frame.index) if time_name is None else frame[time_name]
     shown_name = "<index>" if time_name is None else str(time_name)
     numeric_time = (
@@ -188,7 +191,8 @@ def _times(frame: pd.DataFrame, time_name, codes: np.ndarray, ids: np.ndarray, u
         stamps = parse_timestamps(raw_time, shown_name, time_format, row_label, dayfirst)
         order_key = stamps.as_unit("ns").asi8  # int64 [N], exact
     shown = (lambda r: repr(float(times[r]))) if numeric_time else (lambda r: str(stamps[r]))
-    _check_time_order(order_key, codes, ids, shown, sort, row_label, lambda: id_hint(order_key))
+    _check_time_order(order_key, codes, ids, shown, sort, row_label,
+                      None if id_hint is None else (lambda: id_hint(order_key)))
     if numeric_time:
         return times, None
     first_ns = np.full(len(ids), np.iinfo(np.int64).max, dtype=np.int64)
@@ -391,10 +395,10 @@ def read_observations(
     roles = _roles(id_column, time_name, variable_column, value_column)
 
     def id_hint(order_key: np.ndarray) -> Optional[str]:
-        return None if id_column is not None else _likely_id_column(
-            frame, roles, lambda group: _in_time_order_within(group, order_key))
+        return _likely_id_column(frame, roles, lambda group: _in_time_order_within(group, order_key))
 
-    times, origins = _times(frame, time_name, codes, ids, unit, time_format, dayfirst, sort, row_label, id_hint)
+    times, origins = _times(frame, time_name, codes, ids, unit, time_format, dayfirst, sort, row_label,
+                            None if id_column is not None else id_hint)
     counts: dict[str, int] = {"rows": len(frame)}
     obs_row, obs_var, obs_value, variables = _observations(
         frame, (variable_column, value_column) if long_layout else None, roles, columns, source, _numeric_markers(na_values),
