@@ -224,6 +224,24 @@ def test_fixed_origins_all_history_and_numeric_times(tmp_path):
     assert sum(int(batch["x_mask"].sum()) for batch in read) == len(table)  # all of the history
 
 
+def test_ids_come_back_as_the_file_writes_them(tmp_path):
+    """Ids read from a CSV file stay as written: 007 is not 7, in the forecasts and in requests."""
+    table = long_table(n_series=2, hours=240.0, seed=4)
+    table["patient"] = table["patient"].map({"p0": "007", "p1": "010"})
+    path = tmp_path / "padded.csv"
+    table.to_csv(path, index=False)
+    f = Forecaster("irregular", **SETTINGS)
+    f.fit(path, **LONG, **FIT)
+    last = last_times(table)
+    at = pd.DataFrame({"patient": ["007", "010"], "when": [last["007"] + pd.Timedelta("1h"),
+                                                           last["010"] + pd.Timedelta("2h")], "name": ["hr", "temp"]})
+    out = f.predict(at=at)
+    assert list(out["patient"]) == ["007", "010"] and np.isfinite(out["reading"]).all()
+    assert set(f.predict()["patient"]) == {"007", "010"}
+    with pytest.raises(DataError, match=r"names series the data does not hold: \[7, 10\]"):
+        f.predict(at=at.assign(patient=[7, 10]))
+
+
 @pytest.fixture(scope="module")
 def errors_fit(long_fit):
     f, _, table = long_fit

@@ -268,7 +268,7 @@ def test_ambiguous_day_first_dates_need_dayfirst(make_csv, raises):
 
 def test_month_first_reading_of_day_first_dates_warns_with_the_step_and_rows(make_csv):
     path = _day_first_csv(make_csv, 12)
-    with pytest.warns(DataWarning, match=r"exceed 100x the median step \(0 days 01:00:00\)") as record:
+    with pytest.warns(DataWarning, match=r"exceed 10x the median step \(0 days 01:00:00\)") as record:
         table = read_series(path, dayfirst=False)  # January to December, as pandas alone would read it
     assert table.timestamps[-1] == pd.Timestamp("2016-12-01 23:00")
     message = str(record[0].message)
@@ -349,3 +349,118 @@ def test_array_input_says_how_to_make_a_dataframe(raises):
 def test_numpy_integer_sizes_are_accepted(hourly_frame):
     dm = CSVDataModule(hourly_frame(100), np.int64(8), np.int32(4), batch_size=np.int64(16))
     assert (dm.lookback, dm.horizon, dm.batch_size) == (8, 4, 16) and type(dm.lookback) is int
+
+
+# -- values float32 cannot hold, or far outside the rest of their column ----------------------------------
+def test_values_beyond_float32_are_refused(hourly_frame, make_csv, raises):
+    frame = hourly_frame(200)
+    frame.loc[150, "a"] = 1e300
+    msg = raises(DataError, "column 'a' holds 1 value(s) too large for float32", "1e+300 at row 150 (line 152)",
+                 "divide it by 1e300", "columns=[...]", _setup(str(make_csv(frame))))
+    assert "3.403e+38" in msg  # the rule: |x| > np.finfo(np.float32).max
+    frame.loc[150, "a"] = -3.5e38  # just beyond, negative
+    raises(DataError, "column 'a' holds 1 value(s) too large for float32", "row 150", _setup(frame))
+
+
+def test_a_value_far_outside_its_column_warns(hourly_frame):
+    frame = hourly_frame(200)
+    frame.loc[120, "b"] = 3e38  # fits float32, but more than 1e6 times the 99th percentile of |b|
+    with pytest.warns(DataWarning, match=r"1 value\(s\) are more than 1e\+06 times the 99th percentile") as record:
+        table = read_series(frame)
+    message = str(record[0].message)
+    assert "column 'b': 3e+38 at row 120" in message and "na_values=[...]" in message
+    assert table.values[120, 1] == 3e38  # read as it is
+    mostly_zero = hourly_frame(200)
+    mostly_zero["rain"] = 0.0
+    mostly_zero.loc[7, "rain"] = 9831.3  # the 99th percentile of |rain| is 0: no scale to compare with
+    mostly_zero.loc[9, "a"] = 5e3  # big, but not a million times the rest of 'a'
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataWarning)
+        read_series(mostly_zero)
+
+
+# -- decimal commas -------------------------------------------------------------------------------------
+def _decimal_comma_csv(make_csv):
+    rows = "".join(f"2021-01-01 {h:02d}:00;{h},{7855 + h};{h % 3},5\n" for h in range(20))
+    return make_csv("date;load;OT\n" + rows)
+
+
+def test_decimal_commas_are_named_then_read(make_csv, raises, hourly_frame):
+    path = _decimal_comma_csv(make_csv)
+    raises(DataError, "column 'load' holds numbers written with a decimal comma", "'0,7855' at row 0 (line 2)",
+           "decimal comma? pass decimal=','", _setup(str(path), sep=";"))
+    table = read_series(path, sep=";", decimal=",")
+    assert table.columns == ("load", "OT") and table.values[0, 0] == 0.7855 and table.values[3, 1] == 0.5
+    dm = CSVDataModule(str(path), 4, 2, sep=";", decimal=",")
+    dm.setup()
+    assert dm.record()["options"]["decimal"] == ","  # a refit / predict on other data reads alike
+    other = CSVDataModule.from_record(dm.record(), str(path))
+    assert other.table.values[0, 0] == 0.7855
+    frame = hourly_frame(20, columns=("a",)).assign(OT=[f"{h},25" for h in range(20)])  # text in a DataFrame
+    assert read_series(frame, decimal=",").values[2, 1] == 2.25
+    raises(DataError, "decimal must be one character", lambda: CSVDataModule(frame, 4, 2, decimal=""))
+    raises(DataError, "is also the thousands separator", lambda: CSVDataModule(frame, 4, 2, decimal=",",
+                                                                                thousands=","))
+
+
+# -- time zones with daylight saving --------------------------------------------------------------------
+def _daylight_saving_csv(make_csv):
+    """Hourly rows in New York time across the switch to summer time (2021-03-14): -05:00, then -04:00."""
+    stamps = pd.date_range("2021-03-12", periods=96, freq="h", tz="America/New_York")
+    frame = pd.DataFrame({"date": stamps, "a": np.arange(96.0), "OT": np.sin(np.arange(96) / 5.0)})
+    path = make_csv(frame)
+    assert "-05:00" in path.read_text() and "-04:00" in path.read_text()
+    return path, stamps
+
+
+def test_daylight_saving_offsets_are_read_as_utc(make_csv):
+    path, stamps = _daylight_saving_csv(make_csv)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataWarning)  # hourly in UTC: no gap at the switch
+        table = read_series(path)
+    assert str(table.timestamps.tz) == "UTC" and table.timestamps.equals(stamps.tz_convert("UTC"))
+    assert (np.diff(table.knot_times) == 1.0).all() and table.freq == "h"
+    dm = CSVDataModule(str(path), 8, 4)
+    future = dm.future_timestamps()  # a forecast comes back in UTC
+    assert str(future.tz) == "UTC" and future[0] == stamps[-1].tz_convert("UTC") + pd.Timedelta("1h")
+
+
+def test_timestamps_with_and_without_an_offset_are_refused(make_csv, raises):
+    rows = "date,a\n2021-03-14 00:00-05:00,1\n2021-03-14 04:00-04:00,2\n2021-03-14 05:00,3\n"
+    raises(DataError, "could not be parsed", "'2021-03-14 05:00' at row 2 (line 4)", _setup(str(make_csv(rows))))
+
+
+# -- gaps -----------------------------------------------------------------------------------------------
+def test_a_month_of_missing_daily_rows_warns_and_says_what_windows_do(hourly_frame):
+    frame = hourly_frame(365)
+    frame["date"] = pd.date_range("2021-01-01", periods=365, freq="D").strftime("%Y-%m-%d")
+    frame = frame.drop(index=range(200, 230)).reset_index(drop=True)  # 31 days from row 199 to row 200
+    with pytest.warns(DataWarning, match=r"1 step\(s\) between consecutive rows exceed 10x the median step") as record:
+        read_series(frame)
+    message = str(record[0].message)
+    assert "31 days" in message and "row 199" in message and "row 200" in message
+    assert "with knot_times='timestamps' (this reading) the model sees the gap in its knot times" in message
+    assert "with knot_times='index' rows are read as one step apart" in message
+    with pytest.warns(DataWarning, match=r"knot_times='index' \(this reading\) rows are read as one step apart"):
+        read_series(frame, knot_times="index")
+
+
+def test_a_step_of_exactly_ten_times_the_median_does_not_warn(hourly_frame):
+    frame = hourly_frame(200)
+    stamps = pd.date_range("2021-01-01", periods=200, freq="10min")
+    frame["date"] = stamps.where(stamps < stamps[100], stamps + pd.Timedelta("90min"))  # one 100-minute step
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataWarning)
+        table = read_series(frame)
+    assert table.timestamps[100] - table.timestamps[99] == pd.Timedelta("100min")
+
+
+@pytest.mark.parametrize("name", ["ETTh1", "ETTh2", "ETTm1", "ETTm2", "weather"])
+def test_registered_benchmark_files_read_without_a_warning(real_file, name):
+    from tsattn.data import registry
+
+    spec = registry.get_spec(name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataWarning)  # weather's one 100-minute step (10x) included
+        table = read_series(real_file(spec.files[0].filename), **spec.read_options)
+    assert len(table) == spec.n_rows

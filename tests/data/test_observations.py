@@ -5,11 +5,15 @@ and that the folder holding the input is unchanged.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from tsattn.data import DataError, DataFileNotFoundError, ObservationSet, read_observations
+from tsattn.data.errors import DataWarning
+from tsattn.data.observations.requests import series_codes
 
 ROWS = [  # a wide table: 2 patients, datetime times, NaN = not observed
     ("p2", "2021-03-01 08:00", 80.0, np.nan, 36.6),
@@ -295,3 +299,125 @@ def test_bad_options(raises):
     raises(DataError, "`duplicates` must be one of", lambda: read_observations(_wide(), id_column="id", duplicates="keep"))
     raises(DataError, "time_unit must be a positive duration", lambda: read_observations(_wide(), time_unit="fortnight"))
     raises(DataError, "must be different columns", lambda: read_observations(_wide(), id_column="time"))
+
+
+# -- several series read without id_column ------------------------------------------------------------------
+def test_several_series_without_id_column_name_the_id_column(raises, make_csv):
+    wide = _wide().rename(columns={"id": "patient"})  # p2 in March, then p1 in January: times go back
+    msg = raises(DataError, "times go back: row 2 (2021-01-01 00:00:00) comes after row 1 (2021-03-01 08:30:00)",
+                 "the table looks like it holds several series",
+                 "pass id_column='patient' (or sort=True if it is one series)", lambda: read_observations(wide))
+    assert "sort the table by (id, time)" not in msg and "within series" not in msg
+    stays = make_csv(wide.assign(patient=wide["patient"].map({"p1": 11, "p2": 12})))  # integer ids, in a file
+    raises(DataError, "pass id_column='patient'", lambda: read_observations(stays))
+    long = _long_from(_wide()).rename(columns={"id": "patient"}).iloc[::-1]  # one series per patient, reversed
+    raises(DataError, "times go back", "sort=True", lambda: read_observations(
+        long, variable_column="variable", value_column="value"))  # no grouping keeps times in order: no guess
+    one_series = _wide().query("id == 'p1'").iloc[::-1].drop(columns="id")
+    raises(DataError, "sort the table by (id, time), or pass sort=True", lambda: read_observations(one_series))
+
+
+def _two_patients_at_the_same_times() -> pd.DataFrame:
+    times = pd.date_range("2021-01-01", periods=6, freq="h").strftime("%Y-%m-%d %H:%M")
+    return pd.DataFrame({"patient": ["a"] * 6 + ["b"] * 6, "time": list(times) * 2,
+                         "HR": np.r_[np.full(6, 60.0), np.full(6, 90.0)]})
+
+
+def test_sort_without_id_column_warns_when_series_are_merged():
+    frame = _two_patients_at_the_same_times()
+    with pytest.warns(DataWarning) as record:
+        merged = read_observations(frame, sort=True)
+    dropped, merge = (str(w.message) for w in record)  # the text column left out, then the merge
+    assert "left out of the variable columns" in dropped and "'patient' (text, e.g. 'a')" in dropped
+    assert "read as one series (no id_column), 6 observation(s) sharing a (time, variable)" in merge
+    assert "told apart by column 'patient': pass id_column='patient'" in merge
+    assert len(merged) == 1 and merged.read_counts["duplicates_merged"] == 6 and set(merged.value) == {75.0}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataWarning)
+        assert len(read_observations(frame, id_column="patient", sort=True)) == 2
+        repeated = frame.drop(columns="patient")  # one series measured twice a time: nothing tells them apart
+        assert read_observations(repeated, sort=True).read_counts["duplicates_merged"] == 6
+
+
+# -- text columns of a wide table ------------------------------------------------------------------------
+def test_wide_text_columns_are_left_out_with_a_warning():
+    frame = _wide().assign(note=["ok", "late", "ok", "ok", "late", "ok"], empty=np.nan)
+    with pytest.warns(DataWarning, match=r"left out of the variable columns because they are not numbers: "
+                                         r"'note' \(text, e\.g\. 'ok'\), 'empty' \(no values\); pass columns=\[\.\.\.\]"):
+        obs = read_observations(frame, id_column="id")
+    assert obs.variables == ("HR", "SBP", "Temp")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataWarning)
+        read_observations(frame, id_column="id", columns=["HR", "SBP", "Temp"])  # chosen: nothing to warn about
+
+
+# -- values float32 cannot hold, or far outside the rest of their variable ----------------------------------
+def test_values_beyond_float32_are_refused_per_variable(raises, make_csv):
+    frame = _wide()
+    frame.loc[4, "SBP"] = -2e39
+    path = make_csv(frame)
+    raises(DataError, "variable 'SBP' holds 1 value(s) too large for float32", "-2e+39 at row 4 (line 6)",
+           "divide it by 1e39", "leave it out", lambda: read_observations(path, id_column="id"))
+    long = _long_from(_wide())
+    long.loc[long["variable"] == "Temp", "value"] = 1e300
+    raises(DataError, "variable 'Temp' holds 3 value(s) too large for float32",
+           lambda: read_observations(long, id_column="id", variable_column="variable", value_column="value"))
+
+
+def test_a_value_far_outside_its_variable_warns():
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"id": np.repeat([1, 2], 150), "t": np.tile(np.arange(150.0), 2),
+                          "x": rng.normal(1.0, 0.1, 300), "big": rng.normal(1e9, 1e7, 300)})
+    frame.loc[200, "x"] = 5e8  # far outside x, though inside big's range: the rule is per variable
+    with pytest.warns(DataWarning, match=r"variable 'x': 5e\+08 at row 200 \(99th percentile of \|x\|") as record:
+        obs = read_observations(frame, id_column="id", time_column="t")
+    assert len(record) == 1 and "big" not in str(record[0].message)
+    assert obs.n_observations == 600  # read as it is
+
+
+# -- decimal commas, time zones with daylight saving --------------------------------------------------------
+def test_decimal_commas_in_a_long_table(raises, make_csv):
+    rows = "".join(f"p{k};2021-01-01 0{h}:00;hr;{60 + h},{k}5\n" for k in range(2) for h in range(4))
+    path = make_csv("id;time;variable;value\n" + rows)
+    long = dict(id_column="id", variable_column="variable", value_column="value", sep=";")
+    raises(DataError, "decimal comma? pass decimal=','", lambda: read_observations(path, **long))
+    obs = read_observations(path, **long, decimal=",")
+    np.testing.assert_array_equal(obs.value, [60.05, 61.05, 62.05, 63.05, 60.15, 61.15, 62.15, 63.15])
+
+
+def test_daylight_saving_offsets_are_read_as_utc(make_csv):
+    stamps = pd.date_range("2021-03-13 20:00", periods=12, freq="h", tz="America/New_York")  # over the switch
+    frame = pd.DataFrame({"id": ["a"] * 12, "time": stamps, "x": np.arange(12.0)})
+    obs = read_observations(make_csv(frame), id_column="id")
+    assert str(obs.origins.tz) == "UTC" and obs.origins[0] == stamps[0].tz_convert("UTC")
+    np.testing.assert_array_equal(obs.time, np.arange(12.0))  # hours apart, also across the switch
+
+
+# -- ids as the file writes them ---------------------------------------------------------------------------
+def _with_ids(ids) -> pd.DataFrame:
+    return pd.DataFrame({"id": ids, "t": np.arange(float(len(ids))), "x": np.ones(len(ids))})
+
+
+def test_csv_ids_are_kept_as_written(make_csv):
+    padded = read_observations(make_csv("id,t,x\n007,0,1\n010,1,1\n007,2,1\n"), id_column="id", time_column="t")
+    assert list(padded.series_ids) == ["007", "010"] and padded.series_ids.dtype.kind == "U"
+    assert list(padded.to_frame()["id"].unique()) == ["007", "010"]
+    plain = read_observations(make_csv(_with_ids([10, 7, -3, 0]), "plain.csv"), id_column="id", time_column="t")
+    assert plain.series_ids.dtype == np.int64 and list(plain.series_ids) == [-3, 0, 7, 10]  # as before: by number
+    for written in (["+7", "8"], ["7.0", "8"], ["-0", "8"]):  # not the canonical text of an integer: text
+        path = make_csv(_with_ids(written), "other.csv")
+        assert list(read_observations(path, id_column="id", time_column="t").series_ids) == sorted(written)
+    frame_ids = read_observations(_with_ids(["007", "010"]), id_column="id", time_column="t")  # as given
+    assert list(frame_ids.series_ids) == ["007", "010"]
+    assert read_observations(_with_ids([7, 10]), id_column="id", time_column="t").series_ids.dtype == np.int64
+
+
+def test_requests_match_an_id_by_its_text_or_its_integer(raises):
+    numbers = read_observations(_with_ids([7, 10]), id_column="id", time_column="t")
+    np.testing.assert_array_equal(series_codes(pd.Series([7, "7", 7.0, np.int64(10), "10"]), numbers, "at="),
+                                  [0, 0, 0, 1, 1])
+    raises(DataError, "names series the data does not hold: ['007']",
+           lambda: series_codes(pd.Series(["007"]), numbers, "at="))
+    text = read_observations(_with_ids(["007", "010"]), id_column="id", time_column="t")
+    np.testing.assert_array_equal(series_codes(pd.Series(["010", "007"]), text, "at="), [1, 0])
+    raises(DataError, "names series the data does not hold: [7]", lambda: series_codes(pd.Series([7]), text, "at="))

@@ -4,8 +4,8 @@
   an in-memory table; ``prepare_data`` fetches a registered dataset that is not local (``setup``
   never downloads).
 - **How a table is read**: the options every reader takes (time column and format, day-first dates,
-  missing markers, thousands separator, delimiter, sorting, columns), declared and validated here
-  once.
+  missing markers, thousands separator, decimal mark, delimiter, sorting, columns), declared and
+  validated here once.
 - **Loaders**: shuffled train batches (a permutation per epoch fixed by ``seed``), every val / test
   sample in order.
 - **The fitted pipeline as a value**: ``record()`` is a plain, versioned dict of how the data was
@@ -38,7 +38,8 @@ RECORD_FORMAT = "tsattn.data"
 RECORD_VERSION = 1
 
 # the options of the table readers, declared once here (see ForecastDataModule)
-TABLE_OPTIONS = ("columns", "time_column", "time_format", "dayfirst", "na_values", "thousands", "sep", "sort")
+TABLE_OPTIONS = ("columns", "time_column", "time_format", "dayfirst", "na_values", "thousands", "decimal", "sep",
+                 "sort")
 
 
 def looks_like_path(text: str) -> bool:
@@ -55,11 +56,15 @@ class ForecastDataModule(pl.LightningDataModule):
         columns: the value (variable) columns to use; default: every numeric column.
         time_column: the column holding times; None detects ``date``, ``ds``, ``timestamp``,
             ``date_time``, ``datetime``, ``time``, ... (or a DataFrame's ``DatetimeIndex``).
-        time_format: a ``strftime`` format for the timestamps; None infers it.
+        time_format: a ``strftime`` format for the timestamps; None infers it. Timestamps with
+            different UTC offsets (a zone with daylight saving: ``-05:00`` in winter, ``-04:00`` in
+            summer) are read as UTC, and forecasts of such data come back in UTC.
         dayfirst: read ``07/01/2016`` as 7 January (True) or 1 July (False); None decides from the
             data and raises when no row tells.
         na_values: cell values that mean "missing": one (``-9999``) or a list (``[-9999, "n/a"]``).
         thousands: the thousands separator of numbers written as text (``","`` for ``"5,827.0"``).
+        decimal: the decimal mark (``","`` for ``"0,7855"``, as in ``pandas.read_csv``; with it, a
+            file's fields are usually separated by ``sep=";"``).
         sep: the CSV file's field delimiter (``";"`` for semicolon-separated files).
         sort: sort rows by time instead of rejecting times that go back.
         batch_size: samples per batch.
@@ -86,6 +91,7 @@ class ForecastDataModule(pl.LightningDataModule):
         dayfirst: Optional[bool] = None,
         na_values: NaValues = None,
         thousands: Optional[str] = None,
+        decimal: str = ".",
         sep: str = ",",
         sort: bool = False,
         batch_size: int = 32,
@@ -103,11 +109,11 @@ class ForecastDataModule(pl.LightningDataModule):
             self.hparams["data"] = data  # a path as a plain string
         self.batch_size = check_positive_int("batch_size", batch_size)
         self.num_workers = check_non_negative_int("num_workers", num_workers)
-        check_reading_options(dayfirst=dayfirst, thousands=thousands, sep=sep)
+        check_reading_options(dayfirst=dayfirst, thousands=thousands, sep=sep, decimal=decimal)
         self.table_options = {
             "columns": list(columns) if isinstance(columns, (list, tuple)) else columns, "time_column": time_column,
             "time_format": time_format, "dayfirst": dayfirst, "na_values": normalize_na_values(na_values),
-            "thousands": thousands, "sep": sep, "sort": sort,
+            "thousands": thousands, "decimal": decimal, "sep": sep, "sort": sort,
         }
         self.pin_memory = pin_memory
         self.drop_last_train = drop_last_train

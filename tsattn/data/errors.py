@@ -5,6 +5,9 @@ catch ``DataError`` to handle exactly the data layer's complaints.
 """
 from __future__ import annotations
 
+import sys
+import warnings
+
 __all__ = [
     "DataError",
     "DataFileNotFoundError",
@@ -12,6 +15,7 @@ __all__ = [
     "ChecksumError",
     "DownloadError",
     "DataWarning",
+    "warn_data",
 ]
 
 
@@ -37,3 +41,12 @@ class DownloadError(DataError):
 
 class DataWarning(UserWarning):
     """Data that is read, but looks suspicious or lost something (dropped columns, very long steps)."""
+
+
+def warn_data(message: str) -> None:
+    """Warn with a ``DataWarning`` attributed to the first caller outside tsattn (the user's line, or
+    the library that called into tsattn), however deep in the data layer the warning is raised."""
+    frame, level = sys._getframe(1), 2  # level 2: the caller of warn_data
+    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] == "tsattn":
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, DataWarning, stacklevel=level - 1 if frame is None else level)

@@ -9,17 +9,26 @@ Either layout:
 
 No value is ever filled in. Rows in error messages are 0-based data rows of the input (the header
 is not counted); for a file the line number is given too.
+
+Ids: a CSV file's id column is read as text, and made int64 only when every id is the canonical
+text of an integer (``"7"``, ``"-3"``; not ``"007"``, ``"+7"``, ``"7.0"``), so ids come back as
+the file writes them. A DataFrame's id column is taken as given.
+
+Several series without ``id_column``: when times go back and a column looks like it names series
+(text or integers, at most half as many distinct values as rows, and within each of its values the
+times increase), the error names ``id_column=<that column>``; when observations sharing a (time,
+variable) were merged and a column tells them apart, a ``DataWarning`` names it.
 """
 from __future__ import annotations
 
 import os
-from typing import Callable, Optional, Sequence, Union
+from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 import pandas as pd
 from pandas.api import types as ptypes
 
-from ..errors import DataError
+from ..errors import DataError, warn_data
 from ..observations.observation_set import (
     OBSERVATION_DUPLICATE_POLICIES,
     ObservationSet,
@@ -28,9 +37,11 @@ from ..observations.observation_set import (
 )
 from ..validation import SHOW, check_choice, check_time_unit
 from .table import (
+    check_magnitudes,
     check_reading_options,
     choose_value_columns,
     detect_time_column,
+    ids_as_written,
     load_table,
     normalize_na_values,
     parse_timestamps,
@@ -69,6 +80,62 @@ def _ids(frame: pd.DataFrame, id_column: Optional[str], columns: list[str], row_
     return codes.astype(np.int64), ids
 
 
+_ID_NAMES = ("id", "key", "series", "patient", "subject", "stay", "station", "sensor", "unit", "item", "store")
+
+
+def _id_candidates(frame: pd.DataFrame, roles: Sequence) -> list:
+    """Columns that could name series: text or integers (not booleans), no empty cell, at least 2 and
+    at most half as many distinct values as rows; those named like an id first, then text ones."""
+    found = []
+    for position, c in enumerate(frame.columns):
+        s = frame[c]
+        if c in roles or ptypes.is_bool_dtype(s) or not (ptypes.is_integer_dtype(s) or ptypes.is_string_dtype(s)
+                                                         or isinstance(s.dtype, pd.CategoricalDtype)):
+            continue
+        if s.isna().any() or not 2 <= s.nunique() <= len(frame) // 2:
+            continue
+        name = str(c).strip().lower()
+        named = name in _ID_NAMES or name.endswith("id") or any(name.startswith(n) for n in _ID_NAMES)
+        found.append((not named, ptypes.is_integer_dtype(s), position, c))
+    return [c for *_, c in sorted(found, key=lambda item: item[:3])]
+
+
+def _codes_of(column: pd.Series) -> np.ndarray:
+    return pd.factorize(column, sort=False)[0].astype(np.int64)
+
+
+def _in_time_order_within(codes: np.ndarray, order_key: np.ndarray) -> bool:
+    """Whether the times ``order_key`` [N] never go back within a group of ``codes`` [N] (input order)."""
+    position = np.argsort(codes, kind="stable")
+    return not ((np.diff(order_key[position]) < 0) & (np.diff(codes[position]) == 0)).any()
+
+
+def _likely_id_column(frame: pd.DataFrame, roles: Sequence, fits: Callable[[np.ndarray], bool]) -> Optional[str]:
+    """The first id candidate (``_id_candidates``) whose row groups ``fits`` (codes [N] -> bool), or None."""
+    for c in _id_candidates(frame, roles):
+        if fits(_codes_of(frame[c])):
+            return c
+    return None
+
+
+def _warn_merged_series(frame: pd.DataFrame, roles: Sequence, rows: np.ndarray, times: np.ndarray,
+                        variables: np.ndarray, merged: int, duplicates: str, source: str) -> None:
+    """Warn when merged (time, variable) duplicates of a table read as one series are told apart by a
+    column that looks like an id (``rows``, ``times``, ``variables`` [n]: the observations)."""
+    def tells_apart(codes: np.ndarray) -> bool:
+        keys = pd.DataFrame({"id": codes[rows], "time": times, "variable": variables})
+        return not keys.duplicated().any()
+
+    guess = _likely_id_column(frame, roles, tells_apart)
+    if guess is not None:
+        warn_data(
+            f"{source}: read as one series (no id_column), {merged} observation(s) sharing a (time, variable) "
+            f"with another were merged (duplicates={duplicates!r}); the table looks like it holds several series, "
+            f"told apart by column {str(guess)!r}: pass id_column={str(guess)!r} (if it is one series, the merge "
+            "is what you asked for)"
+        )
+
+
 def _numeric_times(raw: pd.Series, name: str, row_label: RowLabel) -> np.ndarray:
     times = raw.to_numpy(dtype=np.float64, na_value=np.nan)
     bad = ~np.isfinite(times)
@@ -82,12 +149,35 @@ def _numeric_times(raw: pd.Series, name: str, row_label: RowLabel) -> np.ndarray
     return times
 
 
+def _check_time_order(order_key: np.ndarray, codes: np.ndarray, ids: np.ndarray, shown: Callable[[int], str],
+                      sort: bool, row_label: RowLabel, id_hint: Optional[Callable[[], Optional[str]]]) -> None:
+    """Raise when times ``order_key`` [N] go back within a series (unless ``sort``). ``id_hint`` is
+    None when an id column was given; else it gives a column that looks like one (or None), which the
+    fix then names first."""
+    position = np.argsort(codes, kind="stable")  # rows grouped by series, input order kept inside
+    steps_back = (np.diff(order_key[position]) < 0) & (np.diff(codes[position]) == 0)
+    if sort or not steps_back.any():
+        return
+    i = int(np.flatnonzero(steps_back)[0])
+    a, b = int(position[i]), int(position[i + 1])
+    guess = None if id_hint is None else id_hint()
+    fix = ("sort the table by (id, time), or pass sort=True to sort the rows" if guess is None else
+           f"the table looks like it holds several series: pass id_column={str(guess)!r} (or sort=True if it is "
+           "one series)")
+    within = f" within series {shown_id(ids[codes[a]])!r}" if id_hint is None else ""
+    raise DataError(
+        f"times go back{within}: {row_label(b)} ({shown(b)}) comes after "
+        f"{row_label(a)} ({shown(a)}); {int(steps_back.sum())} such step(s) back in time; {fix}"
+    )
+
+
 def _times(frame: pd.DataFrame, time_name, codes: np.ndarray, ids: np.ndarray, unit: pd.Timedelta,
-           time_format: Optional[str], dayfirst: Optional[bool], sort: bool,
-           row_label: RowLabel) -> tuple[np.ndarray, Optional[pd.DatetimeIndex]]:
+           time_format: Optional[str], dayfirst: Optional[bool], sort: bool, row_label: RowLabel,
+           id_hint: Optional[Callable[[np.ndarray], Optional[str]]]) -> tuple[np.ndarray, Optional[pd.DatetimeIndex]]:
     """Every row's time [N] (numbers as given, or datetimes as ``unit``s since their series' first
     timestamp) and the series' first timestamps [S] (None for numeric times); times going back within
-    a series are an error unless ``sort``."""
+    a series are an error unless ``sort`` (``id_hint(times)``: a column that looks like an id; None
+    when an id column was given)."""
     raw_time = pd.Series(frame.index, index=frame.index) if time_name is None else frame[time_name]
     shown_name = "<index>" if time_name is None else str(time_name)
     numeric_time = (
@@ -100,18 +190,9 @@ def _times(frame: pd.DataFrame, time_name, codes: np.ndarray, ids: np.ndarray, u
     else:
         stamps = parse_timestamps(raw_time, shown_name, time_format, row_label, dayfirst)
         order_key = stamps.as_unit("ns").asi8  # int64 [N], exact
-
-    position = np.argsort(codes, kind="stable")  # rows grouped by series, input order kept inside
-    steps_back = (np.diff(order_key[position]) < 0) & (np.diff(codes[position]) == 0)
-    if steps_back.any() and not sort:
-        i = int(np.flatnonzero(steps_back)[0])
-        a, b = int(position[i]), int(position[i + 1])
-        shown = (lambda r: repr(float(times[r]))) if numeric_time else (lambda r: str(stamps[r]))
-        raise DataError(
-            f"times go back within series {shown_id(ids[codes[a]])!r}: {row_label(b)} ({shown(b)}) comes after "
-            f"{row_label(a)} ({shown(a)}); {int(steps_back.sum())} such step(s) back in time; sort the table "
-            "by (id, time), or pass sort=True to sort the rows"
-        )
+    shown = (lambda r: repr(float(times[r]))) if numeric_time else (lambda r: str(stamps[r]))
+    _check_time_order(order_key, codes, ids, shown, sort, row_label,
+                      None if id_hint is None else (lambda: id_hint(order_key)))
     if numeric_time:
         return times, None
     first_ns = np.full(len(ids), np.iinfo(np.int64).max, dtype=np.int64)
@@ -125,12 +206,12 @@ def _times(frame: pd.DataFrame, time_name, codes: np.ndarray, ids: np.ndarray, u
 
 def _long_observations(frame: pd.DataFrame, variable_column: str, value_column: str, columns: Optional[Sequence[str]],
                        names: list[str], markers: list[float], row_label: RowLabel, thousands: Optional[str],
-                       counts: dict[str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+                       decimal: str, counts: dict[str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
     """(row [n], variable [n], value [n] with NaN for empty cells, variables) of a long table."""
     for role, col in (("variable_column", variable_column), ("value_column", value_column)):
         if col not in frame.columns:
             raise DataError(f"{role} {col!r} is not in the data; columns are {names}; pass {role}=<one of them>")
-    select_value_columns(frame, [value_column], True, row_label, thousands)  # text in the value column -> error
+    select_value_columns(frame, [value_column], True, row_label, thousands, decimal)  # text in the value column -> error
     values = pd.to_numeric(frame[value_column]).to_numpy(dtype=np.float64, na_value=np.nan)  # [N]
     raw_var = frame[variable_column]
     refuse_empty_cells(raw_var, f"variable column {variable_column!r}", "every observation needs a variable name",
@@ -151,12 +232,14 @@ def _long_observations(frame: pd.DataFrame, variable_column: str, value_column: 
 
 
 def _wide_observations(frame: pd.DataFrame, roles: list, columns: Optional[Sequence[str]], source: str,
-                       markers: list[float], row_label: RowLabel, thousands: Optional[str],
+                       markers: list[float], row_label: RowLabel, thousands: Optional[str], decimal: str,
                        counts: dict[str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
-    """(row [n], variable [n], value [n], variables) of a wide table: its non-empty cells, row-major."""
+    """(row [n], variable [n], value [n], variables) of a wide table: its non-empty cells, row-major;
+    text and empty columns are left out with a ``DataWarning`` (``choose_value_columns``)."""
     kept, dropped = choose_value_columns(
         frame, [c for c in frame.columns if c not in roles], columns, source, row_label, thousands, kind="variable",
-        none_left="pass variable_column= and value_column= for a long table (one observation per row)")
+        none_left="pass variable_column= and value_column= for a long table (one observation per row)",
+        decimal=decimal)
     counts["columns_skipped"] = len(dropped)
     cells = frame[kept].apply(pd.to_numeric).to_numpy(dtype=np.float64, na_value=np.nan)  # [N, V]
     for number in markers:
@@ -176,11 +259,14 @@ def _numeric_markers(na_values: list) -> list[float]:
     return markers
 
 
-def _load_frame(data: DataSource, na_values: list, sep: str) -> tuple[pd.DataFrame, str, RowLabel]:
-    """The table (``load_table``), with a DataFrame's object columns of numbers made numeric."""
+def _load_frame(data: DataSource, na_values: list, sep: str, decimal: str,
+                id_column: Optional[str]) -> tuple[pd.DataFrame, str, RowLabel]:
+    """The table (``load_table``): a file's id column read as text and kept as written
+    (``ids_as_written``); a DataFrame's object columns of numbers made numeric."""
     frame, source, row_label = load_table(
-        data, na_values, sep, accepts="a path to a CSV file or a pandas DataFrame",
+        data, na_values, sep, accepts="a path to a CSV file or a pandas DataFrame", decimal=decimal,
         needs_columns="a time column and values (and an id column for several series)", needs_rows="one observation",
+        text_columns=() if id_column is None else (id_column,),
     )
     if isinstance(data, pd.DataFrame):
         for c in frame.columns:  # object columns holding only numbers (and NaN) become numeric
@@ -189,20 +275,24 @@ def _load_frame(data: DataSource, na_values: list, sep: str) -> tuple[pd.DataFra
                     frame[c] = pd.to_numeric(frame[c])
                 except (ValueError, TypeError):
                     pass
+    elif id_column is not None and id_column in frame.columns:
+        frame[id_column] = ids_as_written(frame[id_column])
     return frame, source, row_label
 
 
 def _observations(frame: pd.DataFrame, long: Optional[tuple[str, str]], roles: list, columns, source: str,
-                  markers: list[float], row_label: RowLabel, thousands: Optional[str],
+                  markers: list[float], row_label: RowLabel, thousands: Optional[str], decimal: str,
                   counts: dict[str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
     """(row [n], variable [n], value [n], variables): the observed values of a long table (``long`` =
-    its variable and value columns) or a wide one; infinite values are an error."""
+    its variable and value columns) or a wide one; infinite values, and values float32 cannot hold,
+    are an error; values far outside the rest of their variable are warned about."""
     if long is not None:
         obs_row, obs_var, obs_value, variables = _long_observations(
-            frame, long[0], long[1], columns, [str(c) for c in frame.columns], markers, row_label, thousands, counts)
+            frame, long[0], long[1], columns, [str(c) for c in frame.columns], markers, row_label, thousands, decimal,
+            counts)
     else:
         obs_row, obs_var, obs_value, variables = _wide_observations(
-            frame, roles, columns, source, markers, row_label, thousands, counts)
+            frame, roles, columns, source, markers, row_label, thousands, decimal, counts)
     infinite = np.isinf(obs_value)
     if infinite.any():
         i = int(np.flatnonzero(infinite)[0])
@@ -210,6 +300,7 @@ def _observations(frame: pd.DataFrame, long: Optional[tuple[str, str]], roles: l
             f"{int(infinite.sum())} infinite value(s), first {variables[obs_var[i]]!r} at {row_label(int(obs_row[i]))}; "
             "replace them in the data, or pass na_values=['inf', '-inf'] to treat them as not observed"
         )
+    check_magnitudes(obs_value, obs_var, obs_row, variables, row_label, source, kind="variable")
     if long is not None:
         empty = np.isnan(obs_value)
         counts["empty_skipped"] = int(empty.sum())
@@ -217,6 +308,33 @@ def _observations(frame: pd.DataFrame, long: Optional[tuple[str, str]], roles: l
     if obs_value.size == 0:
         raise DataError(f"{source} holds no observations (every value is empty or left out); check the columns and na_values")
     return obs_row, obs_var, obs_value, variables
+
+
+def _check_options(duplicates: str, dayfirst: Optional[bool], thousands: Optional[str], sep: str, decimal: str,
+                   variable_column: Optional[str], value_column: Optional[str]) -> bool:
+    """Raise unless the options are valid; whether the layout is long."""
+    check_choice("duplicates", duplicates, OBSERVATION_DUPLICATE_POLICIES)
+    check_reading_options(dayfirst=dayfirst, thousands=thousands, sep=sep, decimal=decimal)
+    long_layout = variable_column is not None or value_column is not None
+    if long_layout and (variable_column is None or value_column is None):
+        given, absent = ("variable_column", "value_column") if value_column is None else ("value_column", "variable_column")
+        raise DataError(
+            f"the long layout needs both variable_column and value_column; {given} is given but {absent} is "
+            f"not: pass {absent}=<column name>, or neither for the wide layout (one column per variable)"
+        )
+    return long_layout
+
+
+def _roles(id_column: Optional[str], time_name: Any, variable_column: Optional[str],
+           value_column: Optional[str]) -> list:
+    """The id, time, variable and value columns given (or found); the same column twice is an error."""
+    roles = [c for c in (id_column, time_name, variable_column, value_column) if c is not None]
+    if len(set(roles)) != len(roles):
+        raise DataError(
+            f"the id, time, variable and value columns must be different columns; got id_column={id_column!r}, "
+            f"time column {time_name!r}, variable_column={variable_column!r}, value_column={value_column!r}"
+        )
+    return roles
 
 
 def read_observations(
@@ -235,17 +353,19 @@ def read_observations(
     dayfirst: Optional[bool] = None,
     thousands: Optional[str] = None,
     sep: str = ",",
+    decimal: str = ".",
 ) -> ObservationSet:
     """Read irregular multivariate series from a CSV path or a DataFrame (not modified).
 
     The layout follows from the arguments: ``variable_column`` and ``value_column`` given -> long
     (a row whose value is empty is left out); neither given -> wide (an empty cell is a variable not
-    observed at that time).
+    observed at that time; text and empty columns are left out with a ``DataWarning``).
 
     Args:
         data: a path to a CSV file, or a DataFrame.
         id_column: the column naming each row's series; None reads the whole table as one series.
-            Series are ordered by id (by first appearance when the ids do not sort).
+            Series are ordered by id (by first appearance when the ids do not sort). A file's ids
+            are kept as written (``"007"``), int64 when every id is the canonical text of an integer.
         time_column: the column holding times; None detects one by name (``date``, ``time``, ...)
             or uses a DataFrame's ``DatetimeIndex``. Datetimes become float ``time_unit``s since each
             series' first timestamp (kept in ``origins``); numbers are taken as given.
@@ -257,42 +377,38 @@ def read_observations(
         duplicates: several observations of one (series, time, variable): ``"mean"`` (the PhysioNet
             benchmark's rule), ``"first"``, ``"last"`` (in input order) or ``"error"``.
         sort: accept (and sort) rows whose times go back within a series; by default an error.
-        time_format, na_values, dayfirst, thousands, sep: as for ``read_series``.
+        time_format, na_values, dayfirst, thousands, sep, decimal: as for ``read_series``.
 
     Returns an ``ObservationSet`` whose ``read_counts`` say how many rows were read, observations
-    kept, duplicates merged and empty cells skipped; raises ``DataError`` naming the problem and the fix.
+    kept, duplicates merged and empty cells skipped; raises ``DataError`` naming the problem and the
+    fix (with no ``id_column``, times going back name a column that looks like one). Warns
+    (``DataWarning``) about text columns left out, values far outside the rest of their variable
+    (``table.check_magnitudes``), and merged duplicates a column that looks like an id tells apart.
     """
-    check_choice("duplicates", duplicates, OBSERVATION_DUPLICATE_POLICIES)
-    check_reading_options(dayfirst=dayfirst, thousands=thousands, sep=sep)
-    long_layout = variable_column is not None or value_column is not None
-    if long_layout and (variable_column is None or value_column is None):
-        given, absent = ("variable_column", "value_column") if value_column is None else ("value_column", "variable_column")
-        raise DataError(
-            f"the long layout needs both variable_column and value_column; {given} is given but {absent} is "
-            f"not: pass {absent}=<column name>, or neither for the wide layout (one column per variable)"
-        )
+    long_layout = _check_options(duplicates, dayfirst, thousands, sep, decimal, variable_column, value_column)
     unit = check_time_unit(time_unit)
     na_values = normalize_na_values(na_values) or []
-    frame, source, row_label = _load_frame(data, na_values, sep)
+    frame, source, row_label = _load_frame(data, na_values, sep, decimal, id_column)
     names = [str(c) for c in frame.columns]
     codes, ids = _ids(frame, id_column, names, row_label)
     time_name = detect_time_column(frame, time_column)
-    roles = [c for c in (id_column, time_name, variable_column, value_column) if c is not None]
-    if len(set(roles)) != len(roles):
-        raise DataError(
-            f"the id, time, variable and value columns must be different columns; got id_column={id_column!r}, "
-            f"time column {time_name!r}, variable_column={variable_column!r}, value_column={value_column!r}"
-        )
-    times, origins = _times(frame, time_name, codes, ids, unit, time_format, dayfirst, sort, row_label)
+    roles = _roles(id_column, time_name, variable_column, value_column)
 
+    def id_hint(order_key: np.ndarray) -> Optional[str]:
+        return _likely_id_column(frame, roles, lambda group: _in_time_order_within(group, order_key))
+
+    times, origins = _times(frame, time_name, codes, ids, unit, time_format, dayfirst, sort, row_label,
+                            None if id_column is not None else id_hint)
     counts: dict[str, int] = {"rows": len(frame)}
     obs_row, obs_var, obs_value, variables = _observations(
         frame, (variable_column, value_column) if long_layout else None, roles, columns, source, _numeric_markers(na_values),
-        row_label, thousands, counts)
+        row_label, thousands, decimal, counts)
     offsets, time, variable, value, merged = assemble_observations(
         codes[obs_row], times[obs_row], obs_var, obs_value, len(ids), duplicates,
         describe=lambda i: row_label(int(obs_row[i])),
     )
+    if merged and id_column is None:
+        _warn_merged_series(frame, roles, obs_row, times[obs_row], obs_var, merged, duplicates, source)
     counts["duplicates_merged"] = merged
     counts["observations"] = len(value)
     return ObservationSet(

@@ -5,17 +5,26 @@
 1. reads the table (``table.load_table``) and finds and parses its time column;
 2. keeps the numeric columns as value columns (text columns are dropped with a ``DataWarning``);
 3. checks the timestamps are increasing (``sort=True`` sorts) and handles repeated timestamps
-   (``duplicates=``); warns when the longest step between rows is far above the median step;
-4. rejects infinite values and handles missing ones (``missing=``), never from a later row;
+   (``duplicates=``); warns when a step between rows is more than ``LARGE_STEP_RATIO`` (10) times
+   the median step (a gap windows bridge, or misread dates);
+4. rejects infinite values and values float32 cannot hold, warns about values many orders of
+   magnitude outside the rest of their column (``table.check_magnitudes``), and handles missing
+   ones (``missing=``), never from a later row;
 5. computes knot times: time since the first row in ``time_unit`` (default: the median step).
 
 Value columns: a column is a value column when pandas reads it as numbers (or booleans), or when
-its text becomes numbers once the ``thousands`` separator is removed. A text column, or a column
-with no values at all, is dropped, listed in ``SeriesTable.dropped_columns`` and named in a
-``DataWarning`` (unless ``columns=`` chooses the value columns). Reading stops with an error naming
-the cells when a column is numbers with stray text (say ``"n/a"``: at least half of its non-empty
-cells parse as numbers), or numbers written with thousands separators (``"5,827.0"``) while
-``thousands`` is not set, because dropping it would lose a channel.
+its text becomes numbers once the ``thousands`` separator is removed and ``decimal`` is read as the
+decimal mark. A text column, or a column with no values at all, is dropped, listed in
+``SeriesTable.dropped_columns`` and named in a ``DataWarning`` (unless ``columns=`` chooses the
+value columns). Reading stops with an error naming the cells when a column is numbers with stray
+text (say ``"n/a"``: at least half of its non-empty cells parse as numbers), numbers written with
+thousands separators (``"5,827.0"``) while ``thousands`` is not set, or with a decimal comma
+(``"0,7855"``) while ``decimal`` is ``"."``, because dropping it would lose a channel.
+
+Gaps: a step between consecutive rows more than ``LARGE_STEP_RATIO`` (10) times the median step
+gets a ``DataWarning`` (a 100-minute step in 10-minute data, exactly 10 times, does not). Windows
+that span such a gap bridge it: with ``knot_times="timestamps"`` the model sees the gap in its knot
+times; with ``"index"`` the rows are read as one step apart, as if contiguous.
 
 Missing values are never filled from a later row: a filled value depends only on the rows
 before it, so no window's inputs and no train statistic see the future (``missing="ffill"``).
@@ -33,10 +42,11 @@ from typing import Callable, Optional, Sequence, Union
 import numpy as np
 import pandas as pd
 
-from ..errors import DataError, DataWarning
+from ..errors import DataError, warn_data
 from ..validation import SHOW, check_choice, check_time_unit
 from .table import (
     NaValues,
+    check_magnitudes,
     check_reading_options,
     choose_value_columns,
     detect_time_column,
@@ -64,7 +74,7 @@ __all__ = [
 MISSING_POLICIES = ("error", "ffill")
 DUPLICATE_POLICIES = ("error", "keep", "first", "last", "mean")
 KNOT_TIME_MODES = ("timestamps", "index")
-LARGE_STEP_RATIO = 100  # a step this many times the median step gets a DataWarning
+LARGE_STEP_RATIO = 10  # a step more than this many times the median step gets a DataWarning
 
 DataSource = Union[str, os.PathLike, pd.DataFrame]
 RowLabel = Callable[[int], str]
@@ -141,7 +151,10 @@ def with_time_unit(table: "SeriesTable", unit: Optional[pd.Timedelta]) -> "Serie
 
 
 def _warn_long_steps(ts_ns: np.ndarray, timestamps: pd.DatetimeIndex, position: np.ndarray, step: pd.Timedelta,
-                     source: str, row_label) -> None:
+                     source: str, row_label, knot_times: str) -> None:
+    """Warn when a step between consecutive rows is more than ``LARGE_STEP_RATIO`` times the median
+    ``step``, naming the longest steps, what windows do across them under ``knot_times``, and
+    misread dates."""
     steps = np.diff(ts_ns)
     long = np.flatnonzero(steps > LARGE_STEP_RATIO * step.value)
     if long.size == 0:
@@ -152,12 +165,15 @@ def _warn_long_steps(ts_ns: np.ndarray, timestamps: pd.DatetimeIndex, position: 
         f"{row_label(int(position[i + 1]))} ({timestamps[i + 1]})"
         for i in worst
     )
-    warnings.warn(
+    reading = {"timestamps": "the model sees the gap in its knot times",
+               "index": "rows are read as one step apart, as if contiguous"}
+    windows = "; ".join(f"with knot_times={mode!r}{' (this reading)' if mode == knot_times else ''} {what}"
+                        for mode, what in reading.items())
+    warn_data(
         f"{source}: {long.size} step(s) between consecutive rows exceed {LARGE_STEP_RATIO}x the median step "
-        f"({step}); the longest: {listed}. If the series has such gaps, ignore this; otherwise check the "
-        "timestamps (day-first dates read month-first jump by months: pass dayfirst=True or time_format=)",
-        DataWarning,
-        stacklevel=3,
+        f"({step}); the longest: {listed}. Windows across such a gap bridge it: {windows}. If the series has "
+        "such gaps, ignore this (or fill in the missing rows); otherwise check the timestamps (day-first dates "
+        "read month-first jump by months: pass dayfirst=True or time_format=)"
     )
 
 
@@ -218,21 +234,11 @@ def check_series_options(*, missing: str = "error", duplicates: str = "error", k
 
 
 def _value_columns(frame: pd.DataFrame, time_name, columns: Optional[Sequence[str]], source: str, row_label: RowLabel,
-                   thousands: Optional[str]) -> tuple[list, dict]:
-    """The value columns (kept) and the text / empty columns left out (name -> why), with a warning."""
-    kept, dropped = choose_value_columns(
+                   thousands: Optional[str], decimal: str) -> tuple[list, dict]:
+    """The value columns (kept) and the text / empty columns left out (name -> why; warned about)."""
+    return choose_value_columns(
         frame, [c for c in frame.columns if c != time_name], columns, source, row_label, thousands, kind="value",
-        none_left="a forecasting series needs at least one column of numbers")
-    if dropped:
-        reasons = ", ".join(f"{str(c)!r} ({why})" for c, why in dropped.items())
-        warnings.warn(
-            f"{source}: column(s) left out of the value columns because they are not numbers: {reasons}; "
-            "pass columns=[...] to choose the value columns yourself (this silences the warning), or "
-            "encode text as numbers first",
-            DataWarning,
-            stacklevel=4,
-        )
-    return kept, dropped
+        none_left="a forecasting series needs at least one column of numbers", decimal=decimal)
 
 
 def _in_time_order(timestamps: pd.DatetimeIndex, values: np.ndarray, position: np.ndarray, sort: bool,
@@ -279,10 +285,11 @@ def _merge_repeated(timestamps: pd.DatetimeIndex, values: np.ndarray, position: 
     return timestamps[rows], values, position[rows]
 
 
-def _missing_filled(values: np.ndarray, names: list[str], na_values: list, missing: str, position: np.ndarray,
-                    row_label: RowLabel) -> np.ndarray:
-    """``values`` [N, C] with numeric missing markers as NaN, no infinite value, and NaN refused or
-    carried forward (``missing="ffill"``: row r from rows <= r only)."""
+def _checked_values(values: np.ndarray, names: list[str], na_values: list, position: np.ndarray,
+                    row_label: RowLabel, source: str) -> np.ndarray:
+    """``values`` [N, C] (in place) with numeric missing markers as NaN; an infinite value, or one
+    float32 cannot hold, is an error, and one far outside the rest of its column is warned about
+    (``table.check_magnitudes``)."""
     for v in na_values:
         try:
             number = float(v)
@@ -298,6 +305,16 @@ def _missing_filled(values: np.ndarray, names: list[str], na_values: list, missi
             f"{row_label(int(position[r]))}; replace them in the data, or pass na_values=['inf', '-inf'] "
             "with missing='ffill' to treat them as missing"
         )
+    n, c = values.shape
+    check_magnitudes(values.ravel(), np.tile(np.arange(c), n), np.repeat(position, c), names, row_label, source,
+                     kind="column")
+    return values
+
+
+def _missing_filled(values: np.ndarray, names: list[str], missing: str, position: np.ndarray,
+                    row_label: RowLabel) -> np.ndarray:
+    """``values`` [N, C] with NaN refused or carried forward (``missing="ffill"``: row r from rows
+    <= r only)."""
     nan = np.isnan(values)
     if not nan.any():
         return values
@@ -328,10 +345,10 @@ def _missing_filled(values: np.ndarray, names: list[str], na_values: list, missi
 
 
 def _table(data: DataSource, time_column: Optional[str], time_format: Optional[str], dayfirst: Optional[bool],
-           columns: Optional[Sequence[str]], na_values: list, thousands: Optional[str], sep: str) -> tuple:
+           columns: Optional[Sequence[str]], na_values: list, thousands: Optional[str], sep: str, decimal: str) -> tuple:
     """The table read, its timestamps [N] and its value columns (kept, and dropped with why)."""
     frame, source, row_label = load_table(
-        data, na_values, sep, accepts="a path to a CSV file, a registered dataset name or a pandas DataFrame",
+        data, na_values, sep, decimal=decimal, accepts="a path to a CSV file, a registered dataset name or a pandas DataFrame",
         type_hint=("; wrap an array in a DataFrame with a time column, e.g. pd.DataFrame(values, "
                    "index=pd.date_range(start, periods=len(values), freq='h'))" if isinstance(data, np.ndarray) else ""),
         needs_columns="a header with a time column and value columns", needs_rows="lookback + horizon rows",
@@ -339,7 +356,7 @@ def _table(data: DataSource, time_column: Optional[str], time_format: Optional[s
     time_name = detect_time_column(frame, time_column)
     raw_time = pd.Series(frame.index, index=frame.index) if time_name is None else frame[time_name]
     timestamps = parse_timestamps(raw_time, time_name or "<index>", time_format, row_label, dayfirst)
-    kept, dropped = _value_columns(frame, time_name, columns, source, row_label, thousands)
+    kept, dropped = _value_columns(frame, time_name, columns, source, row_label, thousands, decimal)
     return frame, source, row_label, time_name, timestamps, kept, dropped
 
 
@@ -353,6 +370,7 @@ def read_series(
     na_values: NaValues = None,
     thousands: Optional[str] = None,
     sep: str = ",",
+    decimal: str = ".",
     missing: str = "error",
     duplicates: str = "error",
     sort: bool = False,
@@ -368,7 +386,8 @@ def read_series(
             ``timestamp``, ``date_time``, ``datetime``, ``time`` (case-insensitive), or uses a
             DataFrame's ``DatetimeIndex``.
         time_format: a ``strftime`` format for the timestamps; None infers it from the first one.
-        dayfirst, columns, thousands, sep: see ``tsattn.data.ForecastDataModule`` (the table options).
+            Timestamps with different UTC offsets (a zone with daylight saving) are read as UTC.
+        dayfirst, columns, thousands, sep, decimal: see ``tsattn.data.ForecastDataModule`` (the table options).
         na_values: cell values that mean "missing": one (``-9999``, ``"n/a"``) or a list, as in
             ``pandas.read_csv``; numbers also match numerically (``-9999.0``).
         missing: ``"error"`` rejects missing values; ``"ffill"`` carries the last value forward (a
@@ -382,21 +401,22 @@ def read_series(
         time_unit: the unit of timestamp knot times; None: the median step of this data.
         freq: a pandas offset alias overriding the inferred frequency.
 
-    Raises ``DataError`` (or a subclass) naming the problem and the fix. Warns (``DataWarning``) when
-    text or empty columns were dropped, or a step between rows exceeds ``LARGE_STEP_RATIO`` times the
-    median step (a real gap, or misread dates).
+    Raises ``DataError`` (or a subclass) naming the problem and the fix, also for a value float32
+    cannot hold (|x| > ``np.finfo(np.float32).max``). Warns (``DataWarning``) when text or empty
+    columns were dropped, a step between rows is more than ``LARGE_STEP_RATIO`` (10) times the
+    median step (a real gap, or misread dates), or a value is more than ``table.OUTLIER_RATIO``
+    (1e6) times the 99th percentile of |x| of its column.
     """
     check_series_options(missing=missing, duplicates=duplicates, knot_times=knot_times, freq=freq)
-    check_reading_options(dayfirst=dayfirst, thousands=thousands, sep=sep)
+    check_reading_options(dayfirst=dayfirst, thousands=thousands, sep=sep, decimal=decimal)
     unit = None if time_unit is None else check_time_unit(time_unit)
     na_values = normalize_na_values(na_values) or []
     frame, source, row_label, time_name, timestamps, kept, dropped = _table(
-        data, time_column, time_format, dayfirst, columns, na_values, thousands, sep)
+        data, time_column, time_format, dayfirst, columns, na_values, thousands, sep, decimal)
     values = frame[kept].apply(pd.to_numeric).to_numpy(dtype=np.float64, na_value=np.nan, copy=True)  # [N, C]
     position = np.arange(len(frame))  # original row of each current row, for messages
     timestamps, values, position = _in_time_order(timestamps, values, position, sort, row_label)
     timestamps, values, position = _merge_repeated(timestamps, values, position, duplicates, row_label)
-
     ts_ns = timestamps.as_unit("ns").asi8
     step = median_step(ts_ns)
     if step is None:
@@ -404,14 +424,15 @@ def read_series(
             f"{source} has fewer than 2 distinct timestamps ({len(timestamps)} row(s)); a series needs "
             "at least lookback + horizon rows at distinct times"
         )
-    _warn_long_steps(ts_ns, timestamps, position, step, source, row_label)
+    _warn_long_steps(ts_ns, timestamps, position, step, source, row_label, knot_times)
     if knot_times == "index":
         knots, unit = np.arange(len(timestamps), dtype=np.float64), None
     else:
         unit = unit if unit is not None else step
         knots = knot_times_in(timestamps, unit)
     names = [str(c) for c in kept]
-    values = _missing_filled(values, names, na_values, missing, position, row_label)
+    values = _missing_filled(_checked_values(values, names, na_values, position, row_label, source), names, missing,
+                             position, row_label)
     return SeriesTable(
         timestamps=timestamps, values=np.ascontiguousarray(values), columns=tuple(names), knot_times=knots, step=step,
         freq=freq if freq is not None else infer_freq(timestamps, step),

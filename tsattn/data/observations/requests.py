@@ -110,11 +110,28 @@ def as_shown(observations: ObservationSet, series: np.ndarray, time: np.ndarray)
     return stamps if tz is None else stamps.tz_localize("UTC").tz_convert(tz)
 
 
+def id_key(series_id: Any) -> Any:
+    """What a requested id is matched by: an integer (a Python or NumPy int, or a float with an
+    integer value) by its decimal text, ``7`` -> ``"7"``; text as written; anything else as itself.
+    So ``7``, ``7.0`` and ``"7"`` all name series 7, and ``"007"`` names only series ``"007"``."""
+    if isinstance(series_id, (bool, np.bool_)):
+        return series_id
+    if isinstance(series_id, (int, np.integer)):
+        return str(int(series_id))
+    if isinstance(series_id, (float, np.floating)) and math.isfinite(series_id) and float(series_id).is_integer():
+        return str(int(series_id))
+    if isinstance(series_id, str):
+        return str(series_id)
+    return series_id
+
+
 def series_codes(ids: pd.Series, observations: ObservationSet, label: str) -> np.ndarray:
-    """Series ids [Q] -> int64 [Q] indices into the set; an unknown id is an error naming it."""
-    known = {i: s for s, i in enumerate(observations.series_ids.tolist())}
+    """Series ids [Q] -> int64 [Q] indices into the set; an unknown id is an error naming it. An id
+    matches a series whose id has the same text or is the same integer (``id_key``): ``7`` and
+    ``"7"`` match id 7, ``"007"`` matches id ``"007"`` (not 7)."""
+    known = {id_key(i): s for s, i in enumerate(observations.series_ids.tolist())}
     values = ids.tolist()
-    codes = np.asarray([known.get(i, -1) for i in values], dtype=np.int64)
+    codes = np.asarray([known.get(id_key(i), -1) for i in values], dtype=np.int64)
     if (codes < 0).any():
         unknown = list(dict.fromkeys(values[i] for i in np.flatnonzero(codes < 0)))
         raise DataError(

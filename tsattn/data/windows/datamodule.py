@@ -87,7 +87,7 @@ class CSVDataModule(ForecastDataModule):
         scaler: a fitted ``Scaler`` (or scikit-learn ``StandardScaler``) over the input channels to use
             instead of fitting one; needs ``scale=True``.
         **kwargs: the table options and loader settings of ``ForecastDataModule`` (``columns``,
-            ``time_column``, ``time_format``, ``dayfirst``, ``na_values``, ``thousands``, ``sep``,
+            ``time_column``, ``time_format``, ``dayfirst``, ``na_values``, ``thousands``, ``decimal``, ``sep``,
             ``sort``, ``batch_size``, ``num_workers``, ``pin_memory``, ``drop_last_train``, ``seed``).
     """
 
