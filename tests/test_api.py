@@ -47,7 +47,9 @@ def test_predict_returns_the_next_horizon_timestamps(fitted):
 def test_evaluate_reports_scaled_and_original_metrics(fitted):
     f, _, _ = fitted
     test = f.evaluate("test")
-    assert set(test) == {"mse", "mae", "mse_orig", "mae_orig"}
+    assert set(test) == {"mse", "mae", "rmse", "mse_orig", "mae_orig", "rmse_orig", "smape_orig", "mase"}
+    assert test["rmse_orig"] == pytest.approx(test["mse_orig"] ** 0.5, rel=1e-9)
+    assert 0 < test["smape_orig"] < 200 and 0 < test["mase"] < 10
     assert 0 < test["mse"] < 1.0  # learned the sines: better than predicting the mean (mse 1)
     val = f.evaluate("val")
     assert val != test

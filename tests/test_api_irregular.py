@@ -144,7 +144,7 @@ def test_forecasts_are_in_original_units(long_fit):
 def test_evaluate_reports_the_protocol_metrics_with_the_fit_scale(long_fit):
     f, path, table = long_fit
     test, val = f.evaluate("test"), f.evaluate("val")
-    assert set(test) == {"mse", "mae", "mse_orig", "mae_orig"} and test != val
+    assert set(test) == {"mse", "mae", "rmse", "mse_orig", "mae_orig", "rmse_orig", "smape_orig", "mase"} and test != val
     assert all(np.isfinite(v) and v > 0 for v in test.values())
     assert f.evaluate("test", data=pd.read_csv(path)) == pytest.approx(test, rel=1e-6)
     # other data is scaled with the fit's scaler, not its own: a variable ten times larger is far off
@@ -307,7 +307,7 @@ def test_bad_data_for_a_fitted_model(errors_fit):
 
 def test_fit_errors(long_fit):
     _, path, table = long_fit
-    with pytest.raises(ValueError, match=r"\['target'\] apply to the models \['decoder', 'patchtst'\] only"):
+    with pytest.raises(ValueError, match=r"\['target'\] apply to the models \['decoder', 'patchtst'\] \(and the other task's reference forecasts\) only"):
         Forecaster("irregular", **SETTINGS).fit(table, target="hr", **LONG, **FIT)
     with pytest.raises(ValueError, match=r"\['id_column', 'value_column', 'variable_column'\] apply to the models \['irregular'\]"):
         Forecaster("patchtst", lookback=48, horizon=12).fit(path, **LONG, **FIT)

@@ -41,7 +41,7 @@ from .checkpoints import read_checkpoint, write_checkpoint
 from .data.base import ForecastDataModule
 from .data.validation import SPLITS, check_choice, check_positive_int
 from .lightning import ForecastModule
-from .models.registry import estimator_defaults
+from .models.registry import estimator_defaults, model_trainable
 from .tasks import split_fit_options, task_of_model
 from .tasks.quantiles import quantiles_from
 
@@ -61,14 +61,11 @@ class Forecaster:
         model: a registered model name: ``"patchtst"`` or ``"decoder"`` (the window task: a regular
             grid of rows), or ``"irregular"`` (the observation task: irregular series, each variable
             at its own times, nothing imputed); see ``tsattn.models.registry``.
-        attention: ``"softmax"`` or ``"continuous"``.
-        sink: ``"zeros"``, ``"first"`` or ``"learned"``.
-        rope: rotary position embedding on knot times.
-
-        ``attention``, ``sink``, ``rope``, ``lr``, ``lr_schedule``, ``batch_size`` (None) and
-        ``model_kwargs`` default to what the model's benchmarks use (``estimator_defaults``): PatchTST
-        and the decoder softmax, zero sink, lr 1e-4, ``"type3"``, batch 128; the irregular model
-        continuous, learned sink, RoPE, lr 1e-3, ``"constant"``, batch 32, ``residual=True``.
+        attention, sink, rope: ``"softmax"`` | ``"continuous"``; ``"zeros"`` | ``"first"`` | ``"learned"``;
+            RoPE on knot times. These, ``lr``, ``lr_schedule``, ``batch_size`` (None) and ``model_kwargs``
+            default to what the model's benchmarks use (``estimator_defaults``): PatchTST and the decoder
+            softmax, zero sink, lr 1e-4, ``"type3"``, batch 128; the irregular model continuous, learned
+            sink, RoPE, lr 1e-3, ``"constant"``, batch 32, ``residual=True``.
         lookback: window task: L, rows of history the model reads (None: 336). Observation task: the
             history span before a forecast origin in the data's time units (None: all the history).
         horizon: window task: H, rows it forecasts (None: 96). Observation task: the target span
@@ -76,9 +73,8 @@ class Forecaster:
             training samples at fixed ``origins``). After a fit, ``lookback`` and ``horizon`` hold the
             spans the model was fit with (as after ``load``); a later ``fit`` samples with these.
         model_kwargs: further model hyperparameters (e.g. ``{"d_model": 16, "n_layers": 3}``).
-        loss: ``"mse"``, ``"mae"`` or ``"huber"``.
-        lr: Adam learning rate.
-        lr_schedule: ``"type3"``, ``"onecycle"`` or ``"constant"`` (see ``ForecastModule``).
+        loss, lr, lr_schedule: ``"mse"`` | ``"mae"`` | ``"huber"``; Adam's rate; ``"type3"`` | ``"onecycle"``
+            | ``"constant"`` (see ``ForecastModule``).
         batch_size: windows (observation task: samples, and series in ``predict``) per batch.
         seed: seeds weights, shuffling and dropout (an int >= 0); a fit is repeatable on CPU.
         quantiles: a probabilistic forecast: the quantile levels to forecast (e.g. ``[0.1, 0.5, 0.9]``;
@@ -86,12 +82,10 @@ class Forecaster:
             adds the intervals (``OT-lo-80``, ``OT-hi-80``: ``tsattn.tasks.quantiles``).
         levels: the same said as central intervals in percent (``[80, 95]``); not with ``quantiles``.
         calibrate: after a fit, calibrate the intervals on the validation split (``calibrate()``).
-        compile: ``torch.compile`` the model for training and evaluation (off by default: on CPU
-            the eager models train faster); ``predict`` always runs the eager model. The
-            observation task always runs eagerly (ragged shapes; a warning says so).
+        compile: ``torch.compile`` the model for training and evaluation (off by default: on CPU the
+            eager models train faster; the observation task always runs eagerly); ``predict`` runs eagerly.
 
-    Raises:
-        ValueError (``tsattn.data.DataError`` for the sizes): a setting of the wrong type or range.
+    Raises ``ValueError`` (``tsattn.data.DataError`` for the sizes) for a setting of the wrong type or range.
     """
 
     def __init__(
@@ -201,16 +195,13 @@ class Forecaster:
             patience: stop after this many epochs without a better validation MSE; None: no early stop.
             callbacks, default_root_dir, enable_checkpointing: as for ``lightning.pytorch.Trainer``.
             **options: the data module's reading and sampling options, checked before anything is
-                read. Window task (``tsattn.data.CSVDataModule``): ``target``, ``features``,
-                ``columns``, ``time_column``, ``time_format``, ``dayfirst``, ``na_values``,
-                ``thousands``, ``sep``, ``missing``, ``duplicates``, ``sort``, ``knot_times``,
-                ``split``, ... Observation task (``tsattn.data.ObservationDataModule``): a long table
-                (``id_column``, ``time_column``, ``variable_column``, ``value_column``) or a wide one
-                (``id_column``, a column per variable, NaN = not observed); ``time_unit`` (default
-                ``"h"``), ``origins`` / ``origin_stride`` (default: rolling origins every
-                ``horizon``, the target windows tiling each series), ``split``, ``split_fractions``,
-                ``max_series``, ``subsample``, ``reader_options``, ... Anything else goes to
-                ``lightning.pytorch.Trainer`` (``accelerator``, ``logger``, ``limit_train_batches``, ...).
+                read (``tsattn.data.CSVDataModule``: ``target``, ``features``, ``columns``,
+                ``time_column``, ``sep``, ``decimal``, ``missing``, ``split``, ...;
+                ``tsattn.data.ObservationDataModule``: ``id_column``, ``time_column``,
+                ``variable_column``, ``value_column`` (a long table; without them a wide one),
+                ``time_unit``, ``origins`` / ``origin_stride`` (default: rolling origins every
+                ``horizon``), ``split_fractions``, ``max_series``, ``reader_options``, ...); the rest
+                goes to ``lightning.pytorch.Trainer`` (``accelerator``, ``logger``, ...).
         Returns self. Raises ``ValueError`` for an option of the other task (``target`` for the
         irregular model), ``TypeError`` for one that neither the data module nor the Trainer takes
         (with a did-you-mean), ``DataError`` when the data cannot be read or sampled.
@@ -223,6 +214,11 @@ class Forecaster:
         facts = self.task.module_facts(dm)
         module = ForecastModule(**facts, **self.config)
         self._lookback, self._horizon = facts["lookback"], facts["horizon"]  # as a loaded model reports them
+        if not model_trainable(self.config["model"]):  # a reference forecast: its statistics, no training
+            module.use_data(dm)
+            module.net.fit_statistics(dm.train_dataloader())
+            self.module, self.datamodule, self._record = module, dm, None
+            return self
         self._train(module, dm, max_epochs=max_epochs, patience=patience, callbacks=callbacks,
                     default_root_dir=default_root_dir, enable_checkpointing=enable_checkpointing, **trainer_options)
         if self.calibrate_on_fit:
@@ -311,6 +307,7 @@ class Forecaster:
         check_choice("split", split, SPLITS)
         dm = self._datamodule(data)
         dm.setup("test")
+        module.use_data(dm)  # MASE against this data's in-sample naive forecast
         trainer = pl.Trainer(accelerator=accelerator or self.accelerator, devices=1, logger=False,
                              enable_progress_bar=False, enable_model_summary=False, enable_checkpointing=False)
         result = trainer.test(module, dataloaders=dm.evaluation_loader(split), verbose=False)[0]
@@ -328,15 +325,13 @@ class Forecaster:
         must be None.
 
         Observation task: a series' history is every observation within ``lookback`` of its last one
-        (the forecast origin); ``at`` requests times after it, up to ``horizon``: a DataFrame in the
-        long layout (id, time, variable: one request per row) or the wide one (id, time and variable
-        columns whose cells are not read; only id and time: every variable); a list of times (or one)
-        for every series and variable; None: every variable at the series' median observation step
-        up to ``horizon``. ``origin`` (one time for every series) forecasts as the model was trained:
-        the history is ``[origin - lookback, origin)``, nothing at or after it is read, and ``at``
-        asks for times in ``[origin, origin + horizon]``. Returns the forecasts in original units in
-        the layout of the table the model was fit on (long: one row per request; wide: a row per
-        (series, time), NaN where not requested), times as the data gives them.
+        (the forecast origin); ``at`` requests times after it, up to ``horizon``: a long table (id,
+        time, variable: a request a row), a wide one (id, time and the variables' columns, cells not
+        read), a list of times (or one) for every series and variable, or None: every variable at the
+        series' median observation step. ``origin`` (one time for every series) forecasts as the model
+        was trained: the history is ``[origin - lookback, origin)``, nothing later is read, and ``at``
+        asks for times in ``[origin, origin + horizon]``. Forecasts come back in original units in the
+        layout of the table the model was fit on; a quantile model's intervals beside each value.
 
         Raises ``DataError`` naming the problem and the fix: data without the channels (variables)
         the model was fit on, or too short; a request before the origin, beyond ``horizon``, for an
@@ -345,6 +340,25 @@ class Forecaster:
         self.task.check_request(at=at, origin=origin)
         module = self._require_fit()
         return self.task.forecast(module, self._datamodule(data), at=at, origin=origin)
+
+    def backtest(self, data: Optional[DataLike] = None, *, n_windows: int = 1, step: Optional[Any] = None,
+                 horizon: Optional[Any] = None, cutoffs: Optional[Any] = None) -> pd.DataFrame:
+        """How the fitted model would have forecast ``data`` (default: the fit's) from past origins: one
+        tidy frame of every window's forecasts beside what was observed, in units, in batches of
+        windows. Nothing at or after a window's cutoff is read for it; a window of the data the model
+        was fit on (its train rows or series) is in-sample, and a ``DataWarning`` says so.
+
+        Window task: the last ``n_windows`` windows, ``step`` rows apart (default 1), each forecasting
+        ``horizon`` rows (default: the model's; not more); columns ``cutoff`` (the last input row's
+        time), the time column, ``variable`` (the channel), ``step`` (1..h), ``forecast`` and
+        ``observed``. Observation task: per series the last ``n_windows`` cutoffs, ``step`` time units
+        apart (default ``horizon``), the last ``horizon`` before the series' end; or ``cutoffs=[t0,
+        ...]`` for every series; every observation in ``[cutoff, cutoff + horizon)`` a target; columns
+        id, ``cutoff``, time, variable, ``lead`` (time after the cutoff), ``forecast``, ``observed``.
+        A quantile model adds ``forecast-lo-80`` ...; ``tsattn.metrics.backtest_metrics(frame, by="cutoff")``
+        gives ``evaluate``'s metrics from it. Reference forecasts (``Forecaster("naive")``) backtest too."""
+        return self.task.backtest(self._require_fit(), self._datamodule(data), n_windows=n_windows, step=step,
+                                  horizon=horizon, cutoffs=cutoffs, fit_data=data is None)
 
     # -- persistence -----------------------------------------------------------------------------
     def save(self, path: Union[str, os.PathLike]) -> Path:

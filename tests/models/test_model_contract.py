@@ -7,9 +7,12 @@ import pytest
 import torch
 
 from tsattn.models import MODELS, IrregularTransformer, PatchDecoder, PatchTST, get_model_class, model_task
+from tsattn.models.baselines import LastObservation, Naive, SeasonalNaive, VariableMean, WindowMean
+from tsattn.models.registry import model_trainable
 from tsattn.nn import ATTENTIONS, SINKS, MultiHeadAttention, set_attention
 
-WINDOW_MODELS = sorted(n for n in MODELS if model_task(n) == "window")  # window in, forecast out
+# the attention models: window in, forecast out (the reference forecasts have no attention to check)
+WINDOW_MODELS = sorted(n for n in MODELS if model_task(n) == "window" and model_trainable(n))
 
 C, L, H = 3, 48, 12
 SMALL = {
@@ -36,8 +39,13 @@ def irregular_times(batch=2, length=L, seed=1):
 
 
 def test_registry():
-    assert MODELS == {"patchtst": PatchTST, "decoder": PatchDecoder, "irregular": IrregularTransformer}
-    assert [n for n in MODELS if model_task(n) == "observations"] == ["irregular"]
+    assert MODELS == {"patchtst": PatchTST, "decoder": PatchDecoder, "irregular": IrregularTransformer,
+                      "naive": Naive, "seasonal_naive": SeasonalNaive, "mean": WindowMean,
+                      "last_observation": LastObservation, "variable_mean": VariableMean}
+    assert sorted(n for n in MODELS if model_task(n) == "observations") == ["irregular", "last_observation",
+                                                                             "variable_mean"]
+    assert sorted(n for n in MODELS if not model_trainable(n)) == ["last_observation", "mean", "naive",
+                                                                   "seasonal_naive", "variable_mean"]
     assert get_model_class("patchtst") is PatchTST
     with pytest.raises(ValueError, match="decoder.*patchtst"):
         get_model_class("transformer")

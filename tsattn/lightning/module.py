@@ -121,6 +121,8 @@ class ForecastModule(pl.LightningModule):
         # scaler statistics of the output channels (or variables): original-scale metrics and forecasts
         self.register_buffer("y_mean", torch.zeros(n_out))
         self.register_buffer("y_scale", torch.ones(n_out))
+        # MASE's denominator per output column (the data's in-sample naive error, in units; NaN: unknown)
+        self.register_buffer("naive_scale", torch.full((n_out,), float("nan"), dtype=torch.float64), persistent=False)
         self.quantile_spec = None if quantiles is None else QuantileSpec.of(quantiles)
         if self.quantile_spec is not None:  # conformal widening of each interval per output column (scaled units)
             self.register_buffer("interval_shift", torch.zeros(len(self.quantile_spec.pairs), n_out))
@@ -143,8 +145,8 @@ class ForecastModule(pl.LightningModule):
                 self._fill_before = torch.utils.deterministic.fill_uninitialized_memory
             torch.utils.deterministic.fill_uninitialized_memory = False
         dm = self.trainer.datamodule if self._trainer is not None else None
-        if isinstance(dm, ForecastDataModule) and dm.scaler is not None:
-            self.use_scaler(dm.scaler)
+        if isinstance(dm, ForecastDataModule):
+            self.use_data(dm)
         if dm is not None and stage == "fit":
             self.task.on_fit_setup(self, dm)
 
@@ -158,6 +160,15 @@ class ForecastModule(pl.LightningModule):
         """Positions of the output channels (variables) among the inputs."""
         index = self.hparams.target_index
         return list(index) if index is not None else list(range(self.hparams.n_channels))
+
+    def use_data(self, dm: ForecastDataModule) -> None:
+        """Take the output columns' scaler statistics (original-unit forecasts and metrics) and the
+        in-sample naive errors (MASE) from a set-up data module."""
+        if dm.scaler is not None:
+            self.use_scaler(dm.scaler)
+        scale = torch.as_tensor(np.asarray(dm.naive_scale(), dtype=np.float64))
+        if scale.shape == self.naive_scale.shape:
+            self.naive_scale.copy_(scale)
 
     def use_scaler(self, scaler) -> None:
         """Set the output channels' statistics (original-scale metrics and forecasts) from a fitted
@@ -260,7 +271,7 @@ class ForecastModule(pl.LightningModule):
         self.task.update_metrics(self, batch, self.test_metrics)
 
     def _log_metrics(self, metrics: torch.nn.ModuleDict, prefix: str) -> None:
-        for name, value in self.task.compute_metrics(metrics).items():
+        for name, value in self.task.compute_metrics(self, metrics).items():
             self.log(f"{prefix}{name}", value.double())  # float64: the squared errors of large values stay finite
         for metric in metrics.values():
             metric.reset()

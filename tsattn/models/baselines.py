@@ -1,21 +1,35 @@
-"""Reference forecasts for irregular observation sets: no training, the same inputs as a model.
+"""Reference forecasts: no training, the same inputs and outputs as a model of their task, registered
+like one, so that ``Forecaster("naive").fit(data)`` / ``.predict()`` / ``.evaluate()`` / ``.backtest()``
+put them beside a model on the user's data.
 
-- ``LastObservation``: a query (t, v) gets the last value of variable v observed in the history
-  (the "persistence" forecast); a variable never observed in the history gets its mean.
-- ``VariableMean``: a query (t, v) gets the mean of variable v (the mean of its training
-  observations, set with ``fit_means``).
+Window task (a window x [B, L, C] -> [B, H, C]):
 
-Both read the batches of ``IrregularTransformer`` (see its ``forward``) and return [B, Ny]; the
-means are a buffer [V] in scaled units, so a checkpoint keeps them.
+- ``"naive"`` (``Naive``): every future row is the window's last row;
+- ``"seasonal_naive"`` (``SeasonalNaive``): row h is the row one season before it (``season`` rows,
+  default 24: a day of hourly data), repeated;
+- ``"mean"`` (``WindowMean``): every future row is the training mean of the channel.
+
+Observation task (the batches of ``IrregularTransformer``, see its ``forward``; [B, Ny]):
+
+- ``"last_observation"`` (``LastObservation``): a query (t, v) gets the last value of variable v
+  observed in the history (the "persistence" forecast); a variable never observed in the history
+  gets its mean;
+- ``"variable_mean"`` (``VariableMean``): a query (t, v) gets the mean of variable v's training
+  observations.
+
+They are not trained: ``fit_statistics(train_loader)`` sets what they need (the means: a buffer in
+scaled units, so a checkpoint keeps them); the attention settings a task passes are ignored.
 """
 from __future__ import annotations
 
-from typing import Iterable, Optional
+from typing import Any, Iterable, Optional, Union
 
 import torch
 from torch import Tensor, nn
 
-__all__ = ["LastObservation", "VariableMean", "variable_means"]
+from .registry import register_model
+
+__all__ = ["LastObservation", "Naive", "SeasonalNaive", "VariableMean", "WindowMean", "variable_means"]
 
 
 def variable_means(batches: Iterable[dict[str, Tensor]], n_variables: int) -> Tensor:
@@ -33,6 +47,7 @@ def variable_means(batches: Iterable[dict[str, Tensor]], n_variables: int) -> Te
     return torch.where(count > 0, total / count.clamp_min(1), 0.0)
 
 
+@register_model("variable_mean", task="observations", trainable=False)
 class VariableMean(nn.Module):
     """Forecast every query of variable v with the mean of v.
 
@@ -40,7 +55,7 @@ class VariableMean(nn.Module):
         n_variables: V.
     """
 
-    def __init__(self, n_variables: int) -> None:
+    def __init__(self, n_variables: int, **ignored: Any) -> None:
         super().__init__()
         self.n_variables = n_variables
         self.register_buffer("mean", torch.zeros(n_variables))
@@ -49,6 +64,10 @@ class VariableMean(nn.Module):
         """Set the per-variable means [V] (e.g. ``variable_means(train_loader, V)``)."""
         self.mean.copy_(means.to(self.mean))
 
+    def fit_statistics(self, loader: Iterable[dict[str, Tensor]]) -> None:
+        """The means of the train batches' observations."""
+        self.fit_means(variable_means(loader, self.n_variables))
+
     def forward(self, x_time: Tensor, x_var: Tensor, x_value: Tensor, x_mask: Tensor, y_time: Tensor,
                 y_var: Tensor, y_mask: Optional[Tensor] = None) -> Tensor:
         """As ``IrregularTransformer.forward``: [B, Ny] forecasts, 0 at padded queries."""
@@ -56,6 +75,7 @@ class VariableMean(nn.Module):
         return out if y_mask is None else torch.where(y_mask, out, 0.0)
 
 
+@register_model("last_observation", task="observations", trainable=False)
 class LastObservation(VariableMean):
     """Forecast every query of variable v with the last value of v in the history (its mean if none).
 
@@ -76,3 +96,70 @@ class LastObservation(VariableMean):
         last_value = torch.where(torch.isfinite(last_time), values[:, :V], self.mean.double())
         out = last_value.gather(1, y_var.long()).to(y_time.dtype)
         return out if y_mask is None else torch.where(y_mask, out, 0.0)
+
+
+class _WindowBaseline(nn.Module):
+    """What the window baselines share: the window contract (``channel_independent``,
+    ``training_pairs``) and no training."""
+
+    channel_independent = True
+
+    def __init__(self, n_channels: int, lookback: int, horizon: int, **ignored: Any) -> None:
+        super().__init__()
+        self.n_channels, self.lookback, self.horizon = n_channels, lookback, horizon
+
+    def fit_statistics(self, loader: Iterable[dict[str, Tensor]]) -> None:
+        """Nothing to learn (``WindowMean`` learns its means)."""
+
+    def training_pairs(self, x: Tensor, t_x: Optional[Tensor], y: Tensor,
+                       index: Union[list[int], slice]) -> tuple[Tensor, Tensor]:
+        return self(x, t_x)[:, :, index], y
+
+
+@register_model("naive", task="window", trainable=False)
+class Naive(_WindowBaseline):
+    """Every one of the H future rows is the window's last row."""
+
+    def forward(self, x: Tensor, t_x: Optional[Tensor] = None) -> Tensor:
+        """x [B, L, C] -> [B, H, C]."""
+        return x[:, -1:, :].expand(-1, self.horizon, -1)
+
+
+@register_model("seasonal_naive", task="window", trainable=False)
+class SeasonalNaive(_WindowBaseline):
+    """Future row h is the window's row one season before it: ``x[L - season + (h mod season)]``.
+
+    Args:
+        season: the seasonal period in rows (<= lookback; 24: a day of hourly rows).
+    """
+
+    def __init__(self, n_channels: int, lookback: int, horizon: int, season: int = 24, **ignored: Any) -> None:
+        super().__init__(n_channels, lookback, horizon)
+        if isinstance(season, bool) or not isinstance(season, int) or not 1 <= season <= lookback:
+            raise ValueError(f"`season` must be an integer in [1, lookback={lookback}], got {season!r}: pass "
+                             "model_kwargs={'season': <rows per season>}")
+        self.season = season
+        self.register_buffer("rows", lookback - season + torch.arange(horizon) % season, persistent=False)
+
+    def forward(self, x: Tensor, t_x: Optional[Tensor] = None) -> Tensor:
+        return x[:, self.rows, :]
+
+
+@register_model("mean", task="window", trainable=False)
+class WindowMean(_WindowBaseline):
+    """Every future row is the channel's mean over the training windows' inputs (scaled units: about 0
+    under standard scaling, the train segment's mean in units)."""
+
+    def __init__(self, n_channels: int, lookback: int, horizon: int, **ignored: Any) -> None:
+        super().__init__(n_channels, lookback, horizon)
+        self.register_buffer("mean", torch.zeros(n_channels))
+
+    def fit_statistics(self, loader: Iterable[dict[str, Tensor]]) -> None:
+        total, count = torch.zeros(self.n_channels, dtype=torch.float64), 0
+        for batch in loader:
+            total += batch["x"].double().sum(dim=(0, 1))
+            count += batch["x"].shape[0] * batch["x"].shape[1]
+        self.mean.copy_((total / max(count, 1)).to(self.mean))
+
+    def forward(self, x: Tensor, t_x: Optional[Tensor] = None) -> Tensor:
+        return self.mean.to(x.dtype).expand(x.shape[0], self.horizon, -1)

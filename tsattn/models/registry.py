@@ -23,7 +23,7 @@ from typing import Any, Callable, Optional, TypeVar, Union
 from torch import nn
 
 __all__ = ["ESTIMATOR_DEFAULTS", "MODELS", "TASKS", "estimator_defaults", "get_model_class", "model_task",
-           "register_model", "unregister_model"]
+           "model_trainable", "register_model", "unregister_model"]
 
 TASKS = ("window", "observations")
 MODELS: dict[str, type[nn.Module]] = {}
@@ -35,13 +35,15 @@ _DEFAULTS: dict[str, dict[str, Any]] = {}
 M = TypeVar("M", bound=type)
 
 
-def register_model(name: str, *, task: str, defaults: Optional[dict[str, Any]] = None) -> Callable[[M], M]:
+def register_model(name: str, *, task: str, defaults: Optional[dict[str, Any]] = None,
+                   trainable: bool = True) -> Callable[[M], M]:
     """Register the decorated class as the model ``name`` of ``task`` (``"window"`` or ``"observations"``).
 
     ``defaults``: what ``Forecaster(name)`` uses for the settings it is not given (``attention``,
     ``sink``, ``rope``, ``lr``, ``lr_schedule``, ``batch_size``, ``model_kwargs``), over
     ``ESTIMATOR_DEFAULTS``: the configuration the model's benchmarks use, so that a model made with no
-    settings is a good one.
+    settings is a good one. ``trainable=False``: a reference forecast with no weights to train; a fit
+    only sets its statistics (``model.fit_statistics(train_loader)``).
     """
     if task not in TASKS:
         raise ValueError(f"task must be one of {TASKS}; got {task!r}")
@@ -53,6 +55,7 @@ def register_model(name: str, *, task: str, defaults: Optional[dict[str, Any]] =
         if name in MODELS and MODELS[name] is not cls:
             raise ValueError(f"a model named {name!r} is registered already ({MODELS[name].__name__})")
         cls.task = task
+        cls.trainable = trainable
         MODELS[name] = cls
         _DEFAULTS[name] = dict(defaults or {})
         return cls
@@ -64,6 +67,11 @@ def unregister_model(name: str) -> None:
     """Remove the model ``name`` (e.g. one a test registered)."""
     MODELS.pop(name, None)
     _DEFAULTS.pop(name, None)
+
+
+def model_trainable(name: str) -> bool:
+    """Whether the registered model ``name`` has weights to train (False: a reference forecast)."""
+    return bool(getattr(get_model_class(name), "trainable", True))
 
 
 def estimator_defaults(name: str) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from typing import Any
 import lightning.pytorch as pl
 
 from ..data.validation import did_you_mean
-from ..models.registry import MODELS, model_task
+from ..models.registry import MODELS, model_task, model_trainable
 from .base import Task
 from .observations import ObservationModel, ObservationTask
 from .window import WindowModel, WindowTask
@@ -36,10 +36,10 @@ def split_fit_options(task: Task, model: str, options: dict[str, Any]) -> tuple[
     others = {name for t in TASKS.values() if t is not task for name in t.fit_options} - mine
     wrong = sorted(k for k in options if k in others)
     if wrong:
-        models = sorted(n for n in MODELS if model_task(n) != task.name)
+        models = sorted(n for n in MODELS if model_task(n) != task.name and model_trainable(n))
         raise ValueError(
-            f"{wrong} apply to the models {models} only, not to the model {model!r} (the {task.name} task); leave "
-            "them out"
+            f"{wrong} apply to the models {models} (and the other task's reference forecasts) only, not to the "
+            f"model {model!r} (the {task.name} task); leave them out"
         )
     unknown = sorted(k for k in options if k not in mine and k not in TRAINER_ARGUMENTS)
     if unknown:

@@ -20,11 +20,14 @@ import contextlib
 import inspect
 from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Optional
 
+import numpy as np
 import pandas as pd
 import torch
 from torch import Tensor, nn
 
 from ..data.base import ForecastDataModule
+from ..data.errors import DataError
+from ..metrics import mase
 
 if TYPE_CHECKING:  # the LightningModule imports this package
     from ..lightning.module import ForecastModule
@@ -86,10 +89,13 @@ class Task:
     def build_net(self, cls: type[nn.Module], hparams: Any) -> nn.Module:
         raise NotImplementedError
 
-    def model_kwargs(self, hparams: Any) -> dict[str, Any]:
-        """The model's keyword arguments: ``model_kwargs``, and ``n_quantiles`` for a quantile model."""
+    def model_kwargs(self, cls: type[nn.Module], hparams: Any) -> dict[str, Any]:
+        """The model's keyword arguments: ``model_kwargs``, and ``n_quantiles`` for a quantile model (a
+        model without a quantile head is an error naming it)."""
         kwargs = dict(hparams.model_kwargs or {})
         if hparams.get("quantiles"):
+            if "n_quantiles" not in inspect.signature(cls).parameters:
+                raise ValueError(f"the model {hparams.model!r} gives point forecasts only: leave quantiles / levels None")
             kwargs["n_quantiles"] = len(hparams.quantiles)
         return kwargs
 
@@ -134,12 +140,18 @@ class Task:
     def update_metrics(self, module: "ForecastModule", batch: dict[str, Tensor], metrics: nn.ModuleDict) -> None:
         raise NotImplementedError
 
-    def compute_metrics(self, metrics: nn.ModuleDict) -> dict[str, Tensor]:
-        """``{"mse", "mae", "mse_orig", "mae_orig"}`` over everything ``update_metrics`` saw (of the
-        median, for a quantile model), and for a quantile model ``quantile_loss`` (and ``_orig``), each
-        quantile's pinball loss and each interval's ``coverage_<level>``."""
+    def compute_metrics(self, module: "ForecastModule", metrics: nn.ModuleDict) -> dict[str, Tensor]:
+        """Over everything ``update_metrics`` saw (of the median, for a quantile model): ``mse``, ``mae``,
+        ``rmse`` on the scaled data; the same ``_orig`` in units, with ``smape_orig`` (percent, 0-200);
+        ``mase`` (against the in-sample naive forecast of ``module.naive_scale``, when known); and for a
+        quantile model ``quantile_loss`` (and ``_orig``), each quantile's pinball loss and each
+        interval's ``coverage_<level>``."""
         scaled, orig = metrics["scaled"].compute(), metrics["orig"].compute()
-        out = {"mse": scaled["mse"], "mae": scaled["mae"], "mse_orig": orig["mse"], "mae_orig": orig["mae"]}
+        out = {name: scaled[name] for name in ("mse", "mae", "rmse")}
+        out.update({f"{name}_orig": orig[name] for name in ("mse", "mae", "rmse", "smape")})
+        scale = module.naive_scale.to(torch.float64)
+        if bool(torch.isfinite(scale).any()):
+            out["mase"] = mase(metrics["orig"].per_group_mae(), scale.to(metrics["orig"].absolute.device))
         if "quantiles" in metrics:
             out.update(metrics["quantiles"].compute())
             units = metrics["quantiles_orig"].compute()
@@ -163,6 +175,22 @@ class Task:
     # -- forecasting ------------------------------------------------------------------------------------
     def check_request(self, *, at: Optional[Any] = None, origin: Optional[Any] = None) -> None:
         """Raise for request arguments this task does not take (before anything is read)."""
+
+    @staticmethod
+    def naive_scale(module: "ForecastModule", dm: ForecastDataModule, names: list[str]) -> Optional[dict[str, float]]:
+        """Per output column, MASE's denominator for a backtest of ``dm``: its own train split's
+        in-sample naive error, or (data too short to split, e.g. a few series) the fit data's."""
+        try:
+            scale = np.asarray(dm.naive_scale(), dtype=np.float64)
+        except DataError:
+            scale = module.naive_scale.double().cpu().numpy()
+        return dict(zip(names, scale.tolist())) if np.isfinite(scale).any() else None
+
+    def backtest(self, module: "ForecastModule", dm: ForecastDataModule, *, n_windows: int, step: Optional[Any] = None,
+                 horizon: Optional[Any] = None, cutoffs: Optional[Any] = None, fit_data: bool = False) -> pd.DataFrame:
+        """A rolling-origin backtest as a tidy frame (see ``Forecaster.backtest``); ``fit_data``: ``dm``
+        holds the data the model was fit on (windows the model was fit on are then warned of)."""
+        raise NotImplementedError
 
     def forecast(self, module: "ForecastModule", dm: ForecastDataModule, *, at: Optional[Any] = None,
                  origin: Optional[Any] = None) -> pd.DataFrame:

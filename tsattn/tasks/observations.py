@@ -8,14 +8,17 @@ metrics are per variable over all target points, then the mean over variables (`
 from __future__ import annotations
 
 import contextlib
+import warnings
 from typing import TYPE_CHECKING, Any, Iterator, Optional, Protocol, runtime_checkable
 
+import numpy as np
 import pandas as pd
 import torch
 from torch import Tensor, nn
 
 from ..data import registry
-from ..data.errors import DataError
+from ..data.errors import DataError, DataWarning
+from ..data.observations.backtest import backtest_frame, backtest_samples, in_sample_windows
 from ..data.observations.datamodule import ObservationDataModule
 from ..data.validation import SPLITS, check_span
 from ..metrics import PerVariableError, QuantileError
@@ -90,7 +93,7 @@ class ObservationTask(Task):
 
     def build_net(self, cls: type[nn.Module], hparams: Any) -> nn.Module:
         return cls(hparams.n_channels, attention=hparams.attention, sink=hparams.sink, rope=hparams.rope,
-                   **self.model_kwargs(hparams))
+                   **self.model_kwargs(cls, hparams))
 
     @contextlib.contextmanager
     def context(self) -> Iterator[None]:
@@ -140,12 +143,12 @@ class ObservationTask(Task):
         spec = module.quantile_spec
         point = pred if spec is None else pred[..., spec.median]
         metrics["scaled"].update(point, target, var, mask)
-        scale = module.y_scale.double()[var]
-        metrics["orig"].update(point.double() * scale, target.double() * scale, var, mask)
+        scale, mean = module.y_scale.double()[var], module.y_mean.double()[var]     # in units (sMAPE needs them)
+        metrics["orig"].update(point.double() * scale + mean, target.double() * scale + mean, var, mask)
         if spec is not None:
             metrics["quantiles"].update(pred[mask], target[mask], var[mask])
-            metrics["quantiles_orig"].update(pred[mask].double() * scale[mask][:, None], (target.double() * scale)[mask],
-                                             var[mask])
+            metrics["quantiles_orig"].update(pred[mask].double() * scale[mask][:, None] + mean[mask][:, None],
+                                             (target.double() * scale + mean)[mask], var[mask])
 
     def to_original(self, module: "ForecastModule", pred: Tensor, batch: Optional[dict[str, Tensor]]) -> Tensor:
         """Scaled forecasts [B, Ny] (or [B, Ny, Q]) -> original units (each query's variable's
@@ -167,3 +170,25 @@ class ObservationTask(Task):
         of the table the model was fit on, in original units."""
         batches, requests = dm.queries(at=at, origin=origin)
         return dm.forecast_frame(requests, batches.forecast(module.forecast), module.quantile_spec)
+
+    def backtest(self, module: "ForecastModule", dm: ObservationDataModule, *, n_windows: int,
+                 step: Optional[Any] = None, horizon: Optional[Any] = None,
+                 cutoffs: Optional[Any] = None, fit_data: bool = False) -> pd.DataFrame:
+        """Windows at ``cutoffs`` (or each series' last ``n_windows``, ``step`` apart), forecast in
+        batches of the data module's batch size (``tsattn.data.observations.backtest``)."""
+        dataset, _ = backtest_samples(dm, n_windows, step, horizon, cutoffs)
+        inside = in_sample_windows(dm, dataset.samples) if fit_data else 0
+        if inside:
+            warnings.warn(f"{inside} of the {len(dataset)} backtest windows forecast observations the model was fit on "
+                          "(train series, or before the validation border): their errors are in-sample; backtest "
+                          "validation or test data (data=...) for out-of-sample errors", DataWarning, stacklevel=3)
+        counts = dataset.samples.n_targets
+        forecasts = []
+        for first in range(0, len(dataset), dm.batch_size):
+            chunk = np.arange(first, min(first + dm.batch_size, len(dataset)))
+            pred = module.forecast(dataset.batch(chunk)).double().cpu().numpy()         # [b, Ny (, Q)], units
+            forecasts += [pred[b, :counts[i]] for b, i in enumerate(chunk)]
+        frame = backtest_frame(dm, dataset, forecasts, module.quantile_spec)
+        frame.attrs.update(per_variable=True, variable_column=dm.table_columns()["variable"] or "variable",
+                           naive_scale=self.naive_scale(module, dm, list(dm.variables)))  # for backtest_metrics
+        return frame

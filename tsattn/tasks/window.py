@@ -16,6 +16,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..data.validation import check_positive_int
+from ..data.errors import DataWarning
+from ..data.windows.backtest import backtest_frame, backtest_windows, in_sample_windows
 from ..data.windows.datamodule import CSVDataModule
 from ..metrics import PointError, QuantileError
 from .base import Task, conformity_scores, sorted_quantiles
@@ -77,7 +79,7 @@ class WindowTask(Task):
 
     def build_net(self, cls: type[nn.Module], hparams: Any) -> nn.Module:
         return cls(hparams.n_channels, hparams.lookback, hparams.horizon, attention=hparams.attention,
-                   sink=hparams.sink, rope=hparams.rope, **self.model_kwargs(hparams))
+                   sink=hparams.sink, rope=hparams.rope, **self.model_kwargs(cls, hparams))
 
     def forward(self, module: "ForecastModule", batch: dict[str, Tensor]) -> Tensor:
         """[B, H, C_out] (quantile models: [B, H, C_out, Q], sorted, calibrated), scaled units."""
@@ -104,7 +106,7 @@ class WindowTask(Task):
         return batch["x"].shape[0]
 
     def metrics(self, n_outputs: int, quantiles: Optional[QuantileSpec] = None) -> nn.ModuleDict:
-        parts = {"scaled": PointError(), "orig": PointError()}
+        parts = {"scaled": PointError(n_outputs), "orig": PointError(n_outputs)}
         if quantiles is not None:
             for part in ("quantiles", "quantiles_orig"):
                 parts[part] = QuantileError(quantiles.quantiles, quantiles.pairs, n_outputs)
@@ -114,10 +116,11 @@ class WindowTask(Task):
         pred, y = self.forward(module, batch), batch["y"]                 # [B, H, C_out (, Q)], [B, H, C_out]
         spec = module.quantile_spec
         point = pred if spec is None else pred[..., spec.median]
-        metrics["scaled"].update(point, y)
-        metrics["orig"].update(self.to_original(module, point.double(), batch), self.to_original(module, y.double(), batch))
+        channel = torch.arange(y.shape[-1], device=y.device).expand_as(y).reshape(-1)
+        metrics["scaled"].update(point.reshape(-1), y.reshape(-1), channel)
+        metrics["orig"].update(self.to_original(module, point.double(), batch).reshape(-1),
+                               self.to_original(module, y.double(), batch).reshape(-1), channel)
         if spec is not None:
-            channel = torch.arange(y.shape[-1], device=y.device).expand_as(y).reshape(-1)
             metrics["quantiles"].update(pred.reshape(-1, len(spec)), y.reshape(-1), channel)
             metrics["quantiles_orig"].update(self.to_original(module, pred.double(), batch).reshape(-1, len(spec)),
                                              self.to_original(module, y.double(), batch).reshape(-1), channel)
@@ -159,3 +162,24 @@ class WindowTask(Task):
         values = y.cpu().numpy()
         columns = {name: values[:, c, q] for c, channel in enumerate(dm.target_names) for name, q in spec.columns(channel)}
         return pd.DataFrame(columns, index=future)
+
+    def backtest(self, module: "ForecastModule", dm: CSVDataModule, *, n_windows: int, step: Optional[Any] = None,
+                 horizon: Optional[Any] = None, cutoffs: Optional[Any] = None, fit_data: bool = False) -> pd.DataFrame:
+        """The last ``n_windows`` windows of the series, ``step`` rows apart (default 1), each forecast
+        from the ``lookback`` rows before its origin in batches of the data module's batch size
+        (``tsattn.data.windows.backtest``)."""
+        if cutoffs is not None:
+            raise ValueError("cutoffs= applies to observation models; a window backtest takes n_windows and step")
+        windows = backtest_windows(dm, n_windows, 1 if step is None else step, horizon)
+        inside = in_sample_windows(dm, windows) if fit_data else 0
+        if inside:
+            warnings.warn(f"{inside} of the {len(windows)} backtest windows forecast rows of the train segment, which "
+                          "the model was fit on: their errors are in-sample; pass fewer n_windows or a smaller step to "
+                          "backtest on the validation and test rows only", DataWarning, stacklevel=3)
+        outs = [module.forecast(dm.windows_ending_at(windows.starts[first:first + dm.batch_size]))
+                for first in range(0, len(windows), dm.batch_size)]
+        forecasts = torch.cat(outs)[:, :windows.horizon].double().cpu().numpy()      # [K, h, C_out (, Q)], units
+        frame = backtest_frame(windows, forecasts, list(dm.target_names), dm.time_column_name, module.quantile_spec)
+        frame.attrs.update(per_variable=False, variable_column="variable",  # for tsattn.metrics.backtest_metrics
+                           naive_scale=self.naive_scale(module, dm, list(dm.target_names)))
+        return frame

@@ -34,7 +34,14 @@ from ..validation import SPLITS, check_choice, check_optional_choice, check_posi
 from .dataset import ForecastSampleDataset, collate_forecast_samples
 from .inference import ObservationQueries
 from .observation_set import OBSERVATION_DUPLICATE_POLICIES, ObservationSet
-from .samples import ForecastSamples, check_fractions, fixed_origin_samples, rolling_origin_samples, split_samples
+from .samples import (
+    ForecastSamples,
+    check_fractions,
+    fixed_origin_samples,
+    naive_errors,
+    rolling_origin_samples,
+    split_samples,
+)
 
 __all__ = ["OBSERVATION_SPLITS", "SCALE_FROM", "ObservationDataModule"]
 
@@ -83,16 +90,13 @@ class ObservationDataModule(ObservationQueries, ForecastDataModule):
             data never observes is simply not observed).
         scale_from: fit the scaler on the ``"train"`` observations, or on the ``"seen"`` ones (train
             + val, never test: the PhysioNet protocol's choice).
-        variables: keep only these variables (in this order); default all.
-        max_series: keep only the first this many series (quick runs; a registered archive is then
-            only read that far).
-        subsample: keep this fraction of the data at random (e.g. 0.3): ``subsample_by="time"``
-            keeps whole timestamps of a series, ``"observation"`` single values (``subsample_seed``).
+        variables: keep only these variables (in this order); default all. max_series: only the first
+            this many series (quick runs). subsample: keep this fraction at random (e.g. 0.3), whole
+            timestamps (``subsample_by="time"``) or single values (``"observation"``; ``subsample_seed``).
         id_column, variable_column, value_column: the table's id column and, for the long layout
             (one observation per row), its variable and value columns (see ``read_observations``).
         time_unit: the unit of datetime times (``"h"``, ``"15min"``, a ``pd.Timedelta``).
-        duplicates: several observations of one (series, time, variable): ``"mean"``, ``"first"``,
-            ``"last"`` or ``"error"``.
+        duplicates: several observations of one (series, time, variable): ``"mean"``, ``"first"``, ``"last"``, ``"error"``.
         reader_options: keyword arguments of a registered dataset's format reader (PhysioNet 2012:
             ``{"unknown_descriptors": "drop"}``; see ``tsattn.data.io.physionet``).
         history: the former name of ``lookback`` (deprecated).
@@ -198,7 +202,7 @@ class ObservationDataModule(ObservationQueries, ForecastDataModule):
             given = [self.origins] if np.isscalar(self.origins) or isinstance(self.origins, pd.Timestamp) else self.origins
             self.origins = [float(o) if _is_number(o) else str(o) for o in given]
         self.lookback = pick("lookback", lookback)
-        self._horizon_given = pick("horizon", horizon)
+        self.target_span = pick("horizon", horizon)
         self.split = pick("split", split, "time" if origin_stride is not None else "series")
         self.split_fractions = check_fractions(pick("split_fractions", split_fractions, _DEFAULT_FRACTIONS[self.split]))
         self.split_seed = int(pick("split_seed", split_seed, 42))
@@ -256,11 +260,11 @@ class ObservationDataModule(ObservationQueries, ForecastDataModule):
             return
         observations = self.observations
         if self.origins is not None:
-            samples = fixed_origin_samples(observations, self._origin_times(), self.lookback, self._horizon_given)
+            samples = fixed_origin_samples(observations, self._origin_times(), self.lookback, self.target_span)
         else:
-            samples = rolling_origin_samples(observations, self.lookback, self._horizon_given, self.origin_stride)
+            samples = rolling_origin_samples(observations, self.lookback, self.target_span, self.origin_stride)
         split = split_samples(observations, samples, self.split, self.split_fractions, self.split_seed,
-                              self.scale_from, self._horizon_given)
+                              self.scale_from, self.target_span)
         by_split, fit_rows, self._series_splits, self._borders = split
         if len(by_split["train"]) == 0 and not self._fitted_given:  # a fitted model evaluates what is there
             raise DataError(
@@ -308,8 +312,8 @@ class ObservationDataModule(ObservationQueries, ForecastDataModule):
         """The target span: the given one (or the protocol's); else, once set up, the longest time
         after an origin that the train samples forecast (PhysioNet's protocol: 24.0, the observations
         at 48:00 from the origin at 24:00); None before that."""
-        if self._horizon_given is not None:
-            return float(self._horizon_given)
+        if self.target_span is not None:
+            return float(self.target_span)
         if self._fitted_horizon is not None:
             return self._fitted_horizon
         if self._datasets is None:
@@ -378,12 +382,19 @@ class ObservationDataModule(ObservationQueries, ForecastDataModule):
 
     def sample_counts(self) -> pd.DataFrame:
         """Per split: samples, series, history and target observations."""
-        rows = {}
-        for split in SPLITS:
-            s = self.samples(split)
-            rows[split] = {"samples": len(s), "series": int(np.unique(s.series).size),
-                           "history_observations": int(s.n_history.sum()), "target_observations": int(s.n_targets.sum())}
-        return pd.DataFrame.from_dict(rows, orient="index")
+        return pd.DataFrame.from_dict({split: self.samples(split).counts() for split in SPLITS}, orient="index")
+
+    season = 1  # MASE's naive forecast here: a variable's previous observation
+
+    def naive_scale(self) -> np.ndarray:
+        """float64 [V]: per variable, the in-sample error of the last-observation forecast over the train
+        split (``samples.naive_errors``), in the variable's units: MASE's denominator."""
+        self.setup()
+        obs = self.observations
+        train = np.isin(obs.series_index, self.split_series("train"))
+        if self._borders is not None:
+            train &= obs.time < self._borders[obs.series_index, 0]
+        return naive_errors(obs, train)
 
     def inverse_transform(self, values, variables):
         """Scaled -> original units, per variable (``variables`` holds each value's variable index)."""
@@ -393,7 +404,7 @@ class ObservationDataModule(ObservationQueries, ForecastDataModule):
     def _options(self) -> dict[str, Any]:
         return {
             "origins": None if self.origins is None else list(self.origins), "origin_stride": self.origin_stride,
-            "lookback": self.lookback, "horizon": self._horizon_given, "split": self.split,
+            "lookback": self.lookback, "horizon": self.target_span, "split": self.split,
             "split_fractions": list(self.split_fractions), "split_seed": self.split_seed, "scaler": self.scaler_kind,
             "scale_from": self.scale_from, "variables": self.variable_names, "max_series": self.max_series,
             "subsample": self.subsample, "subsample_by": self.subsample_by, "subsample_seed": self.subsample_seed,

@@ -46,6 +46,7 @@ __all__ = [
     "check_fractions",
     "fixed_origin_samples",
     "rolling_origin_samples",
+    "naive_errors",
     "split_samples",
     "split_series",
     "time_borders",
@@ -82,6 +83,11 @@ class ForecastSamples:
     def n_targets(self) -> np.ndarray:
         """int64 [n], target observations per sample."""
         return self.target_stop - self.target_start
+
+    def counts(self) -> dict[str, int]:
+        """Samples, series, history and target observations."""
+        return {"samples": len(self), "series": int(np.unique(self.series).size),
+                "history_observations": int(self.n_history.sum()), "target_observations": int(self.n_targets.sum())}
 
     def take(self, index: np.ndarray) -> "ForecastSamples":
         """The samples ``index`` (int positions or a bool mask [n])."""
@@ -312,3 +318,18 @@ def split_samples(observations: ObservationSet, samples: ForecastSamples, split:
     column = 0 if scale_from == "train" else 1
     fit_rows = observations.time < borders[observations.series_index, column]
     return assign_time_splits(samples, borders, horizon), fit_rows, None, borders
+
+
+def naive_errors(observations: ObservationSet, rows: np.ndarray) -> np.ndarray:
+    """float64 [V]: per variable, the mean absolute change between consecutive observations of it within a
+    series, over the observations ``rows`` ([M] bool): the error of forecasting each observation by the
+    variable's previous one (NaN for a variable with fewer than two there)."""
+    series, variable, value = observations.series_index[rows], observations.variable[rows], observations.value[rows]
+    order = np.lexsort((np.arange(len(value)), variable, series))          # by (series, variable), in time order
+    s, v, x = series[order], variable[order], value[order]
+    same = (s[1:] == s[:-1]) & (v[1:] == v[:-1])
+    step = np.abs(np.diff(x))[same]
+    V = observations.n_variables
+    total = np.bincount(v[1:][same].astype(np.int64), weights=step, minlength=V)
+    count = np.bincount(v[1:][same].astype(np.int64), minlength=V)
+    return np.where(count > 0, total / np.maximum(count, 1), np.nan)

@@ -23,7 +23,7 @@ from pandas.tseries import offsets
 
 from ..errors import DataError
 
-__all__ = ["calendar_feature_names", "calendar_features"]
+__all__ = ["seasonal_naive_mae", "seasonal_period", "calendar_feature_names", "calendar_features"]
 
 
 def _second(ts):
@@ -107,3 +107,39 @@ def calendar_features(timestamps: pd.DatetimeIndex, freq: str) -> np.ndarray:
         return np.zeros((len(ts), 0), dtype=np.float32)
     columns = [np.asarray(_FEATURES[n](ts), dtype=np.float64) for n in names]
     return np.stack(columns, axis=1).astype(np.float32)
+
+
+def seasonal_period(freq: str) -> int:
+    """The seasonal period, in rows, that MASE's seasonal naive forecast uses for data at ``freq``: a day
+    for sub-daily data (``"h"``: 24, ``"15min"``: 96), a week for daily data (7; business days: 5), a
+    year for weekly (52), monthly (12) and quarterly (4) data, 1 otherwise (yearly, or a frequency
+    that divides no day)."""
+    try:
+        offset = pd.tseries.frequencies.to_offset(freq)
+    except (ValueError, TypeError):
+        return 1
+    if isinstance(offset, (offsets.QuarterBegin, offsets.QuarterEnd, offsets.BQuarterBegin, offsets.BQuarterEnd)):
+        return 4
+    if isinstance(offset, (offsets.MonthBegin, offsets.MonthEnd, offsets.BusinessMonthBegin, offsets.BusinessMonthEnd)):
+        return 12
+    if isinstance(offset, offsets.Week):
+        return 52
+    if isinstance(offset, offsets.BusinessDay):
+        return 5
+    if isinstance(offset, offsets.Day):
+        return 7 if offset.n == 1 else 1
+    try:
+        step = pd.Timedelta(offset)
+    except (ValueError, TypeError):
+        return 1
+    day = pd.Timedelta(days=1)
+    return int(day // step) if step < day and day % step == pd.Timedelta(0) else 1
+
+
+def seasonal_naive_mae(values: np.ndarray, season: int) -> np.ndarray:
+    """float64 [C]: per column of ``values`` [T, C], the mean absolute error of the seasonal naive
+    forecast ``y[t - season]`` (NaN where there are no more than ``season`` rows)."""
+    values = np.asarray(values, dtype=np.float64)
+    if len(values) <= season:
+        return np.full(values.shape[1], np.nan)
+    return np.abs(values[season:] - values[:-season]).mean(axis=0)

@@ -28,6 +28,7 @@ from ..io.series import SeriesTable, check_series_options, infer_freq, median_st
 from ..scaling import Scaler, fit_grid_scaler
 from ..validation import SPLITS, check_positive_int, check_time_unit
 from .calendar import calendar_features as _calendar_features
+from .calendar import seasonal_naive_mae, seasonal_period
 from .channels import FEATURE_MODES, ChannelSelection, select_channels
 from .dataset import WindowDataset, window_times
 from .splits import SplitBorders, check_protocol, split_borders
@@ -81,8 +82,8 @@ class CSVDataModule(ForecastDataModule):
         time_unit: the unit of timestamp knot times (``"1h"``, ``"10min"`` or a ``pd.Timedelta``);
             None: the median step of the train segment.
         freq: a pandas offset alias for the series; None infers it from the train segment.
-        calendar_features: add ``"x_mark"`` / ``"y_mark"`` calendar features (in [-0.5, 0.5]).
-        calendar_freq: the frequency that picks the calendar features; None uses ``freq``.
+        calendar_features, calendar_freq: add ``"x_mark"`` / ``"y_mark"`` calendar features (in [-0.5,
+            0.5]), picked by ``calendar_freq`` (None: ``freq``).
         scale: standardise every channel with a scaler fit on the train segment.
         scaler: a fitted ``Scaler`` (or scikit-learn ``StandardScaler``) over the input channels to use
             instead of fitting one; needs ``scale=True``.
@@ -322,6 +323,16 @@ class CSVDataModule(ForecastDataModule):
             self._inferred_freq = infer_freq(table.timestamps[self._train_rows()]) or table.freq
         return self._inferred_freq
 
+    @property
+    def season(self) -> int:  # the seasonal period (rows) of MASE's naive forecast
+        return seasonal_period(self.freq)
+
+    def naive_scale(self) -> np.ndarray:
+        """float64 [C_out]: per output channel, the mean absolute error of the seasonal naive forecast
+        ``y[t - season]`` over the train segment, in units (MASE's denominator)."""
+        rows = self.table.values[self._train_rows()][:, [self.table.columns.index(c) for c in self.target_names]]
+        return seasonal_naive_mae(rows, self.season)
+
     def inverse_transform_target(self, y: torch.Tensor) -> torch.Tensor:
         """``y`` [..., C_out] in scaled units -> original units (``y`` itself if unscaled)."""
         scaler = self.scaler
@@ -354,6 +365,15 @@ class CSVDataModule(ForecastDataModule):
         offset = pd.tseries.frequencies.to_offset(self.freq)
         last = self.table.timestamps[-1]
         return pd.date_range(start=last + offset, periods=h, freq=offset)
+
+    def windows_ending_at(self, ends: np.ndarray) -> dict[str, torch.Tensor]:
+        """The windows whose L input rows end just before rows ``ends`` [K] (``x`` [K, L, C_in] scaled,
+        ``t_x`` [K, L]), built as ``setup``'s windows are; rows at or after an end are not read."""
+        self._prepare()
+        assert self._values is not None and self._ticks is not None
+        rows = torch.as_tensor(np.asarray(ends, dtype=np.int64))[:, None] - self.lookback + torch.arange(self.lookback)
+        ticks = self._ticks[rows]                                                    # [K, L], as window_times
+        return {"x": self._values[rows], "t_x": ((ticks - ticks[:, :1]).to(torch.float64) / self._tick_unit).float()}
 
     def last_window(self, horizon: Optional[int] = None) -> dict[str, torch.Tensor]:
         """The final L rows of the whole (scaled) series, to forecast beyond the data.
