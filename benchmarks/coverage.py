@@ -1,0 +1,150 @@
+"""Interval coverage and the median's cost: quantile models beside their MSE-trained twins.
+
+    python benchmarks/coverage.py                       # ETTh1 (H = 96) and PhysioNet 2012, both attentions
+    python benchmarks/coverage.py --datasets ETTh1 --attentions continuous --epochs-ETTh1 3
+    python benchmarks/coverage.py --table               # the table of what is recorded
+
+For each (dataset, attention) it trains the protocol's config twice under the same budget and seed
+(``run_protocol.py --resume``): once as it is (the MSE loss) and once with ``model.quantiles=[0.1,
+0.5, 0.9]`` (the pinball loss; the median is the point forecast, the 10% and 90% quantiles the 80%
+interval). Then, from the quantile model's best validation checkpoint: the test split's coverage of
+the 80% interval before calibration, the conformal calibration on the validation split
+(``Forecaster.calibrate``), the coverage after it, and the median's test MSE against the twin's
+(each reads the test split once more; nothing is tuned on it).
+
+Each finished comparison is one JSON line in ``--out`` (default
+``benchmarks/results/coverage.jsonl``) with the commands and commit; started again, the script
+skips what is recorded and resumes interrupted trainings.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import time
+from typing import Any, Optional, Sequence
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+CONFIGS = {
+    "ETTh1": "configs/ETTh1/patchtst_{attention}_96.yaml",
+    "physionet2012": "configs/physionet2012/irregular_{attention}.yaml",
+}
+QUANTILES = "[0.1,0.5,0.9]"
+
+
+def git_commit() -> str:
+    out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    return out.stdout.strip() or "unknown"
+
+
+def train(dataset: str, attention: str, kind: str, epochs: int, seed: int, threads: int, runs: pathlib.Path,
+          log: pathlib.Path) -> dict[str, Any]:
+    """Train (or resume, or read back) one run; its record."""
+    argv = [sys.executable, str(ROOT / "benchmarks" / "run_protocol.py"),
+            "--config", str(ROOT / CONFIGS[dataset].format(attention=attention)), "--epochs", str(epochs),
+            "--seed", str(seed), "--threads", str(threads), "--resume", "--runs-dir", str(runs / kind),
+            "--out", str(runs / "runs.jsonl"), "--tag", f"coverage {kind}, {epochs} epochs"]
+    if kind == "quantile":
+        argv += ["--set", f"model.quantiles={QUANTILES}"]
+    with open(log, "a") as fh:
+        fh.write(f"\n$ {' '.join(argv)}\n")
+        fh.flush()
+        subprocess.run(argv, check=True, stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT)
+    names = [p for p in (runs / kind).iterdir() if p.name.startswith(f"{dataset}_") and f"_{attention}_" in p.name
+             and p.name.endswith(f"_s{seed}")]
+    record = json.loads((names[0] / "record.json").read_text())
+    record["run_dir"], record["argv"] = str(names[0]), " ".join(argv[1:])
+    return record
+
+
+def best_checkpoint(run_dir: pathlib.Path) -> pathlib.Path:
+    found = sorted(p for p in (run_dir / "checkpoints").glob("*.ckpt") if p.name != "last.ckpt")
+    if not found:
+        raise SystemExit(f"no best checkpoint in {run_dir}/checkpoints")
+    return found[-1]
+
+
+def compare(dataset: str, attention: str, args: argparse.Namespace) -> dict[str, Any]:
+    from tsattn import Forecaster
+
+    epochs = args.epochs_ETTh1 if dataset == "ETTh1" else args.epochs_physionet
+    log = args.runs / f"{dataset}_{attention}.log"
+    point = train(dataset, attention, "point", epochs, args.seed, args.threads, args.runs, log)
+    quantile = train(dataset, attention, "quantile", epochs, args.seed, args.threads, args.runs, log)
+    start = time.perf_counter()
+    f = Forecaster.load(best_checkpoint(pathlib.Path(quantile["run_dir"])))
+    before = f.evaluate("test")
+    f.calibrate()                                   # on the validation split of the fit's data
+    after = f.evaluate("test")
+    return {
+        "dataset": dataset, "attention": attention, "seed": args.seed, "epochs": epochs,
+        "quantiles": json.loads(QUANTILES), "twin_test_mse": point["test_mse"], "median_test_mse": quantile["test_mse"],
+        "mse_ratio": quantile["test_mse"] / point["test_mse"], "twin_test_mae": point["test_mae"],
+        "median_test_mae": quantile["test_mae"],
+        "coverage_80_before": before["coverage_80"], "coverage_80_after": after["coverage_80"],
+        "quantile_loss_before": before["quantile_loss"], "quantile_loss_after": after["quantile_loss"],
+        "median_mse_after": after["mse"], "twin_best_epoch": point["best_epoch"], "best_epoch": quantile["best_epoch"],
+        "seconds_per_epoch": [point["seconds_per_epoch_median"], quantile["seconds_per_epoch_median"]],
+        "calibrate_evaluate_seconds": time.perf_counter() - start, "twin_command": point["argv"],
+        "quantile_command": quantile["argv"], "commit": git_commit(), "threads": args.threads,
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+    }
+
+
+def table(path: pathlib.Path) -> str:
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+    lines = ["| dataset | attention | epochs | twin test MSE | median test MSE | ratio | 80% coverage before | after |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['dataset']} | {r['attention']} | {r['epochs']} | {r['twin_test_mse']:.4g} | "
+                     f"{r['median_test_mse']:.4g} | {r['mse_ratio']:.3f} | {100 * r['coverage_80_before']:.1f}% | "
+                     f"{100 * r['coverage_80_after']:.1f}% |")
+    return "\n".join(lines)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--datasets", nargs="+", choices=list(CONFIGS), default=list(CONFIGS))
+    parser.add_argument("--attentions", nargs="+", choices=["continuous", "softmax"], default=["continuous", "softmax"])
+    parser.add_argument("--epochs-ETTh1", dest="epochs_ETTh1", type=int, default=10)
+    parser.add_argument("--epochs-physionet", dest="epochs_physionet", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--runs", type=pathlib.Path, default=ROOT / "runs" / "coverage")
+    parser.add_argument("--out", type=pathlib.Path, default=ROOT / "benchmarks" / "results" / "coverage.jsonl")
+    parser.add_argument("--table", action="store_true", help="print the recorded table and stop")
+    args = parser.parse_args(argv)
+    if args.table:
+        print(table(args.out))
+        return 0
+    import torch
+
+    torch.set_num_threads(args.threads)
+    args.runs.mkdir(parents=True, exist_ok=True)
+    done = set()
+    if args.out.exists():
+        done = {(r["dataset"], r["attention"], r["seed"], r["epochs"])
+                for r in map(json.loads, filter(str.strip, args.out.read_text().splitlines()))}
+    for dataset in args.datasets:
+        for attention in args.attentions:
+            epochs = args.epochs_ETTh1 if dataset == "ETTh1" else args.epochs_physionet
+            if (dataset, attention, args.seed, epochs) in done:
+                print(f"{dataset} {attention}: recorded before")
+                continue
+            row = compare(dataset, attention, args)
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            with open(args.out, "a") as fh:
+                fh.write(json.dumps(row) + "\n")
+            print(json.dumps(row))
+    print(table(args.out))
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("MPLCONFIGDIR", "/tmp/tsattn-mpl")
+    raise SystemExit(main())
