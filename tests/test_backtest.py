@@ -201,3 +201,19 @@ def test_observation_reference_forecasts():
     want = hist.reindex(pd.MultiIndex.from_frame(frame[["patient", "name"]])).to_numpy()
     np.testing.assert_allclose(frame["forecast"], want, rtol=1e-5)
     assert torch.isfinite(last.module.naive_scale).all()
+
+
+def test_seasonal_naive_takes_the_data_season_unless_given(tmp_path):
+    rng = np.random.default_rng(0)
+    t = np.arange(400)
+    daily = pd.DataFrame({"date": pd.date_range("2020-01-01", periods=400, freq="D"),
+                          "OT": 10 + 3 * np.sin(2 * np.pi * t / 7) + 0.1 * rng.standard_normal(400)})
+    f = Forecaster("seasonal_naive", lookback=28, horizon=10).fit(daily, **QUIET)
+    assert f.module.net.season == 7                                       # a week of daily rows
+    g = Forecaster("seasonal_naive", lookback=28, horizon=10, model_kwargs={"season": 14}).fit(daily, **QUIET)
+    assert g.module.net.season == 14
+    again = Forecaster.load(f.save(tmp_path / "seasonal.ckpt"))
+    pd.testing.assert_frame_equal(again.predict(daily), f.predict())
+    np.testing.assert_allclose(f.predict()["OT"].to_numpy()[:7], daily["OT"].to_numpy()[-7:], rtol=1e-5)
+    with pytest.raises(ValueError, match=r"`season` must be an integer in \[1, lookback=28\]"):
+        Forecaster("seasonal_naive", lookback=28, horizon=10, model_kwargs={"season": 48}).fit(daily, **QUIET)

@@ -175,6 +175,14 @@ class ForecastDataModule(pl.LightningDataModule):
         if self.spec is not None:
             registry.fetch(self.spec)
 
+    # -- MASE's in-sample naive forecast ----------------------------------------------------------------
+    season: int = 1  # its seasonal period in rows (a subclass's: from the data's frequency)
+
+    def naive_scale(self) -> Any:
+        """float64 [outputs]: per output column, the in-sample naive forecast's mean absolute error over
+        the train split, in units (MASE's denominator); empty where a data module does not say."""
+        return pd.Series(dtype="float64").to_numpy()
+
     # -- datasets and loaders ---------------------------------------------------------------------------
     _datasets: Optional[dict[str, Dataset]] = None  # what setup() builds, one dataset per split
 

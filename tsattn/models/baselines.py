@@ -17,7 +17,7 @@ Observation task (the batches of ``IrregularTransformer``, see its ``forward``; 
 - ``"variable_mean"`` (``VariableMean``): a query (t, v) gets the mean of variable v's training
   observations.
 
-They are not trained: ``fit_statistics(train_loader)`` sets what they need (the means: a buffer in
+They are not trained: ``fit_statistics(train_loader, season=...)`` sets what they need (the means: a buffer in
 scaled units, so a checkpoint keeps them); the attention settings a task passes are ignored.
 """
 from __future__ import annotations
@@ -64,7 +64,7 @@ class VariableMean(nn.Module):
         """Set the per-variable means [V] (e.g. ``variable_means(train_loader, V)``)."""
         self.mean.copy_(means.to(self.mean))
 
-    def fit_statistics(self, loader: Iterable[dict[str, Tensor]]) -> None:
+    def fit_statistics(self, loader: Iterable[dict[str, Tensor]], **facts: Any) -> None:
         """The means of the train batches' observations."""
         self.fit_means(variable_means(loader, self.n_variables))
 
@@ -108,8 +108,8 @@ class _WindowBaseline(nn.Module):
         super().__init__()
         self.n_channels, self.lookback, self.horizon = n_channels, lookback, horizon
 
-    def fit_statistics(self, loader: Iterable[dict[str, Tensor]]) -> None:
-        """Nothing to learn (``WindowMean`` learns its means)."""
+    def fit_statistics(self, loader: Iterable[dict[str, Tensor]], **facts: Any) -> None:
+        """Nothing to learn (``WindowMean`` learns its means); ``facts``: the data's (``season``)."""
 
     def training_pairs(self, x: Tensor, t_x: Optional[Tensor], y: Tensor,
                        index: Union[list[int], slice]) -> tuple[Tensor, Tensor]:
@@ -130,16 +130,29 @@ class SeasonalNaive(_WindowBaseline):
     """Future row h is the window's row one season before it: ``x[L - season + (h mod season)]``.
 
     Args:
-        season: the seasonal period in rows (<= lookback; 24: a day of hourly rows).
+        season: the seasonal period in rows (<= lookback); None: the data's, set by the fit
+            (``tsattn.data.windows.calendar.seasonal_period``: 24 for hourly rows, 7 for daily, ...).
     """
 
-    def __init__(self, n_channels: int, lookback: int, horizon: int, season: int = 24, **ignored: Any) -> None:
+    def __init__(self, n_channels: int, lookback: int, horizon: int, season: Optional[int] = None,
+                 **ignored: Any) -> None:
         super().__init__(n_channels, lookback, horizon)
-        if isinstance(season, bool) or not isinstance(season, int) or not 1 <= season <= lookback:
-            raise ValueError(f"`season` must be an integer in [1, lookback={lookback}], got {season!r}: pass "
-                             "model_kwargs={'season': <rows per season>}")
+        self.season_given = season is not None
+        self.register_buffer("rows", torch.zeros(horizon, dtype=torch.long))  # kept by checkpoints
+        self._set_season(24 if season is None else season)
+
+    def _set_season(self, season: Any) -> None:
+        L = self.lookback
+        if isinstance(season, bool) or not isinstance(season, int) or not 1 <= season <= L:
+            raise ValueError(f"`season` must be an integer in [1, lookback={L}], got {season!r}: pass "
+                             "model_kwargs={'season': <rows per season>}, or a lookback of at least one season")
         self.season = season
-        self.register_buffer("rows", lookback - season + torch.arange(horizon) % season, persistent=False)
+        self.rows.copy_(L - season + torch.arange(self.horizon) % season)
+
+    def fit_statistics(self, loader: Iterable[dict[str, Tensor]], season: Optional[int] = None, **facts: Any) -> None:
+        """Take the data's seasonal period (``season``, rows) unless one was given."""
+        if season is not None and not self.season_given:
+            self._set_season(int(season))
 
     def forward(self, x: Tensor, t_x: Optional[Tensor] = None) -> Tensor:
         return x[:, self.rows, :]
@@ -154,7 +167,7 @@ class WindowMean(_WindowBaseline):
         super().__init__(n_channels, lookback, horizon)
         self.register_buffer("mean", torch.zeros(n_channels))
 
-    def fit_statistics(self, loader: Iterable[dict[str, Tensor]]) -> None:
+    def fit_statistics(self, loader: Iterable[dict[str, Tensor]], **facts: Any) -> None:
         total, count = torch.zeros(self.n_channels, dtype=torch.float64), 0
         for batch in loader:
             total += batch["x"].double().sum(dim=(0, 1))

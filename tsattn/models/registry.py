@@ -43,7 +43,7 @@ def register_model(name: str, *, task: str, defaults: Optional[dict[str, Any]] =
     ``sink``, ``rope``, ``lr``, ``lr_schedule``, ``batch_size``, ``model_kwargs``), over
     ``ESTIMATOR_DEFAULTS``: the configuration the model's benchmarks use, so that a model made with no
     settings is a good one. ``trainable=False``: a reference forecast with no weights to train; a fit
-    only sets its statistics (``model.fit_statistics(train_loader)``).
+    only sets its statistics (``model.fit_statistics(train_loader, season=dm.season)``).
     """
     if task not in TASKS:
         raise ValueError(f"task must be one of {TASKS}; got {task!r}")
