@@ -23,9 +23,9 @@ def test_notebook_runs(path, tmp_path, monkeypatch):
         assert (tmp_path / "notebook_runs" / "continuous.ckpt").is_file()
 
 
-# Stored executed, so that someone who only reads it sees the data, the forecasts and the table; the
-# others are stored without outputs (their plots are made by running them).
-STORED_EXECUTED = {"02_irregular_physionet"}
+# Stored executed, so that someone who only reads them sees the data, the forecasts, the intervals and
+# the backtests.
+STORED_EXECUTED = {p.stem for p in NOTEBOOKS}
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
