@@ -12,29 +12,20 @@ from tsattn import Forecaster
 from tsattn.data.errors import DataError, DataWarning
 from tsattn.metrics import backtest_metrics
 
+from . import synthetic
+from .synthetic import LONG
+
 QUIET = dict(logger=False, enable_progress_bar=False, enable_model_summary=False, enable_checkpointing=False)
 TINY_WINDOW = {"patch_len": 8, "stride": 4, "n_layers": 1, "n_heads": 2, "d_model": 8, "d_ff": 16, "dropout": 0.0}
 TINY_IRREGULAR = {"d_model": 8, "n_heads": 2, "n_layers": 1, "d_ff": 16, "time_features": 4}
-LONG = dict(id_column="patient", time_column="hours", variable_column="name", value_column="value")
 
 
 def series(rows: int = 600, seed: int = 0) -> pd.DataFrame:
-    rng = np.random.default_rng(seed)
-    t = np.arange(rows)
-    return pd.DataFrame({"date": pd.date_range("2022-01-01", periods=rows, freq="h"),
-                         "a": 10 + 3 * np.sin(2 * np.pi * t / 24) + rng.standard_normal(rows),
-                         "OT": 50 + 8 * np.cos(2 * np.pi * t / 24) + 2 * rng.standard_normal(rows)})
+    return synthetic.series(rows, seed)
 
 
 def observations(n_series: int = 10, hours: int = 48, seed: int = 0) -> pd.DataFrame:
-    rng = np.random.default_rng(seed)
-    parts = []
-    for k in range(n_series):
-        for name, level in (("hr", 70.0), ("temp", 37.0)):
-            t = np.sort(rng.choice(hours * 2, size=hours, replace=False)) / 2.0
-            parts.append(pd.DataFrame({"patient": f"p{k:02d}", "hours": t, "name": name,
-                                       "value": level + 3 * np.sin(t / 6 + k) + rng.standard_normal(t.size)}))
-    return pd.concat(parts).sort_values(["patient", "hours", "name"]).reset_index(drop=True)
+    return synthetic.observations(n_series, hours, seed, resolution=0.5, id_format="p{:02d}")
 
 
 @pytest.fixture(scope="module")

@@ -10,31 +10,11 @@ from tsattn import Forecaster
 from tsattn.lightning import ForecastModule
 from tsattn.tasks.quantiles import QuantileSpec, pinball_loss, quantiles_from
 
+from .synthetic import LONG, observations, series
+
 QUIET = dict(logger=False, enable_progress_bar=False, enable_model_summary=False)
 TINY_WINDOW = {"patch_len": 8, "stride": 4, "n_layers": 1, "n_heads": 2, "d_model": 8, "d_ff": 16, "dropout": 0.0}
 TINY_IRREGULAR = {"d_model": 8, "n_heads": 2, "n_layers": 1, "d_ff": 16, "time_features": 4}
-
-
-def series(rows: int = 1200, seed: int = 0) -> pd.DataFrame:
-    rng = np.random.default_rng(seed)
-    t = np.arange(rows)
-    return pd.DataFrame({"date": pd.date_range("2022-01-01", periods=rows, freq="h"),
-                         "a": 10 + 3 * np.sin(2 * np.pi * t / 24) + rng.standard_normal(rows),
-                         "OT": 50 + 8 * np.cos(2 * np.pi * t / 24) + 2 * rng.standard_normal(rows)})
-
-
-def observations(n_series: int = 6, hours: int = 240, seed: int = 0) -> pd.DataFrame:
-    rng = np.random.default_rng(seed)
-    parts = []
-    for k in range(n_series):
-        for name, level in (("hr", 70.0), ("temp", 37.0)):
-            t = np.sort(rng.choice(hours, size=hours // 2, replace=False)).astype(float)
-            parts.append(pd.DataFrame({"patient": f"p{k}", "hours": t, "name": name,
-                                       "value": level + 3 * np.sin(t / 6 + k) + rng.standard_normal(t.size)}))
-    return pd.concat(parts).sort_values(["patient", "hours", "name"]).reset_index(drop=True)
-
-
-LONG = dict(id_column="patient", time_column="hours", variable_column="name", value_column="value")
 
 
 def test_quantiles_and_levels_are_one_vocabulary():
