@@ -1,16 +1,17 @@
-"""Interval coverage and the median's cost: quantile models beside their MSE-trained twins.
+"""Interval coverage and the point forecast's cost: quantile models beside their point twins.
 
     python benchmarks/coverage.py                       # ETTh1 (H = 96) and PhysioNet 2012, both attentions
     python benchmarks/coverage.py --datasets ETTh1 --attentions continuous --epochs-ETTh1 3
     python benchmarks/coverage.py --table               # the table of what is recorded
 
 For each (dataset, attention) it trains the protocol's config twice under the same budget and seed
-(``run_protocol.py --resume``): once as it is (the MSE loss) and once with ``model.quantiles=[0.1,
-0.5, 0.9]`` (the pinball loss; the median is the point forecast, the 10% and 90% quantiles the 80%
-interval). Then, from the quantile model's best validation checkpoint: the test split's coverage of
-the 80% interval before calibration, the conformal calibration on the validation split
-(``Forecaster.calibrate``), the coverage after it, and the median's test MSE against the twin's
-(each reads the test split once more; nothing is tuned on it).
+(``run_protocol.py --resume``): once as it is (a point model, the MSE loss) and once with
+``model.quantiles=[0.1, 0.5, 0.9]`` (the centre is the point forecast, trained with the same MSE
+loss; the 10% and 90% quantiles, the 80% interval, with the pinball loss). Then, from the quantile
+model's best validation checkpoint: the test split's coverage of the 80% interval before
+calibration, the conformal calibration on the validation split (``Forecaster.calibrate``), the
+coverage after it, and the point forecast's test MSE against the twin's (each reads the test split
+once more; nothing is tuned on it).
 
 Each finished comparison is one JSON line in ``--out`` (default
 ``benchmarks/results/coverage.jsonl``) with the commands and commit; started again, the script

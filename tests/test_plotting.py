@@ -1,4 +1,4 @@
-"""plot_forecast: the history, the observed future, the median and shaded intervals, for a regular
+"""plot_forecast: the history, the observed future, the forecast and shaded intervals, for a regular
 channel (lines) and an irregular variable (points at their own times)."""
 import matplotlib
 
@@ -20,7 +20,7 @@ def test_a_regular_channel_with_two_intervals():
     assert interval_columns(forecast, "OT") == [(95.0, "OT-lo-95", "OT-hi-95"), (80.0, "OT-lo-80", "OT-hi-80")]
     ax = plot_forecast(forecast, "OT", history, observed)
     labels = [line.get_label() for line in ax.get_lines()]
-    assert labels == ["history", "observed", "median"]
+    assert labels == ["history", "observed", "forecast"]
     assert len(ax.collections) == 2                          # one shaded band per interval
     np.testing.assert_allclose(ax.get_lines()[2].get_ydata(), 24.0)
     plt.close(ax.figure)
@@ -35,12 +35,12 @@ def test_irregular_variable_of_one_series_at_its_own_times():
     ax = plot_forecast(forecast, "hr", history=table, **cols)
     history, median = ax.get_lines()
     np.testing.assert_allclose(history.get_xdata(), [0.0, 1.5, 2.5])     # series a's hr only, in time order
-    assert history.get_marker() == "o" and median.get_label() == "median" and len(ax.collections) == 1
+    assert history.get_marker() == "o" and median.get_label() == "forecast" and len(ax.collections) == 1
     plt.close(ax.figure)
     # a backtest frame: the forecast and observed values under their own columns
     frame = forecast.rename(columns=lambda c: c.replace("value", "forecast")).assign(observed=[70.5, 69.0])
     ax = plot_forecast(frame, "hr", observed=frame, forecast_column="forecast", observed_column="observed", **cols)
-    assert [line.get_label() for line in ax.get_lines()] == ["observed", "median"]
+    assert [line.get_label() for line in ax.get_lines()] == ["observed", "forecast"]
     plt.close(ax.figure)
 
 

@@ -8,6 +8,7 @@ import torch
 
 from tsattn import Forecaster
 from tsattn.lightning import ForecastModule
+from tsattn.tasks.base import quantile_training_loss
 from tsattn.tasks.quantiles import QuantileSpec, pinball_loss, quantiles_from
 
 from .synthetic import LONG, observations, series
@@ -49,6 +50,18 @@ def test_pinball_loss():
     pred = torch.tensor([[1.0, 2.0, 3.0]])
     loss = pinball_loss(pred, torch.tensor([2.5]), [0.1, 0.5, 0.9])
     assert torch.allclose(loss, torch.tensor([[0.15, 0.25, 0.05]]))
+
+
+def test_the_centre_trains_with_the_point_loss_and_the_others_with_pinball():
+    spec = QuantileSpec.of([0.1, 0.5, 0.9])
+    pred, target = torch.tensor([[1.0, 2.0, 3.0]]), torch.tensor([2.5])
+    pinball = pinball_loss(pred, target, spec.quantiles)[0]                      # [0.15, 0.25, 0.05]
+    mixed = quantile_training_loss(pred, target, spec, "mse", 1.0)
+    torch.testing.assert_close(mixed, torch.tensor([0.25 + (0.15 + 0.05) / 2]))  # (2 - 2.5)^2 + tails
+    torch.testing.assert_close(quantile_training_loss(pred, target, spec, "pinball", 1.0), pinball.mean()[None])
+    torch.testing.assert_close(quantile_training_loss(pred, target, spec, "mae", 1.0), torch.tensor([0.5 + 0.1]))
+    with pytest.raises(ValueError, match="loss='pinball' trains quantiles"):
+        Forecaster("patchtst", loss="pinball").fit(series(), max_epochs=1, **QUIET)
 
 
 @pytest.mark.parametrize("model", ["patchtst", "decoder"])

@@ -73,13 +73,13 @@ class Forecaster:
             training samples at fixed ``origins``). After a fit, ``lookback`` and ``horizon`` hold the
             spans the model was fit with (as after ``load``); a later ``fit`` samples with these.
         model_kwargs: further model hyperparameters (e.g. ``{"d_model": 16, "n_layers": 3}``).
-        loss, lr, lr_schedule: ``"mse"`` | ``"mae"`` | ``"huber"``; Adam's rate; ``"type3"`` | ``"onecycle"``
-            | ``"constant"`` (see ``ForecastModule``).
+        loss, lr, lr_schedule: ``"mse"`` | ``"mae"`` | ``"huber"`` (| ``"pinball"`` with quantiles); Adam's
+            rate; ``"type3"`` | ``"onecycle"`` | ``"constant"`` (see ``ForecastModule``).
         batch_size: windows (observation task: samples, and series in ``predict``) per batch.
         seed: seeds weights, shuffling and dropout (an int >= 0); a fit is repeatable on CPU.
         quantiles: a probabilistic forecast: the quantile levels to forecast (e.g. ``[0.1, 0.5, 0.9]``;
-            the median is added and is the point forecast), trained with the pinball loss; ``predict``
-            adds the intervals (``OT-lo-80``, ``OT-hi-80``: ``tsattn.tasks.quantiles``).
+            0.5 is added: the point forecast, trained with ``loss``, ``"pinball"`` making it a median),
+            the others with the pinball loss; ``predict`` adds the intervals (``OT-lo-80``, ``OT-hi-80``).
         levels: the same said as central intervals in percent (``[80, 95]``); not with ``quantiles``.
         calibrate: after a fit, calibrate the intervals on the validation split (``calibrate()``).
         compile: ``torch.compile`` the model for training and evaluation (off by default: on CPU the

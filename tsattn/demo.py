@@ -3,11 +3,11 @@
     python -m tsattn.demo [--epochs 3] [--out demo_out] [--data ETTh1]
 
 Trains the paper's PatchTST/42 (L = 336, H = 96) twice with the same seed and short schedule, once
-with softmax and once with continuous attention, each forecasting the median and an 80% interval
-(the 10% and 90% quantiles, trained with the pinball loss and calibrated on the validation split).
-Prints the test MSE / MAE of the medians (scaled data, every test window) and the share of test
+with softmax and once with continuous attention, each forecasting a point and an 80% interval (the
+10% and 90% quantiles, trained with the pinball loss beside the point's MSE, and calibrated on the
+validation split). Prints the test MSE / MAE (scaled data, every test window) and the share of test
 values inside the 80% interval, and writes a plot of the last test window: the history, what was
-observed, both medians and the continuous model's interval. A short schedule does not reproduce the
+observed, both forecasts and the continuous model's interval. A short schedule does not reproduce the
 paper's numbers (100 epochs); ``benchmarks/run_protocol.py`` does.
 """
 from __future__ import annotations
@@ -34,7 +34,7 @@ def fit_variant(attention: str, data: str, epochs: int, seed: int, out: pathlib.
 
 def forecast_figure(forecasters: dict, channel: str = "OT", history_rows: int = 192):
     """Figure of the last test window (a backtest of one window): history, observed, each fitted
-    Forecaster's median and the first one's 80% interval (original units).
+    Forecaster's forecast and the first one's 80% interval (original units).
 
     Args:
         forecasters: name -> fitted quantile ``Forecaster``, all fit on the same data.
@@ -56,13 +56,13 @@ def forecast_figure(forecasters: dict, channel: str = "OT", history_rows: int = 
                 observed_column="observed")
     fig, ax = plt.subplots(figsize=(11, 4))
     plot_forecast(frame, channel, observed=frame, ax=ax, irregular=False, **cols)
-    ax.lines[-1].set_label(f"{name} median")
+    ax.lines[-1].set_label(f"{name} attention")
     ax.plot(table.timestamps[rows], table.values[rows, table.columns.index(channel)], color="0.45", lw=1,
             label="history")
     for other, f in others:
         theirs = f.backtest(n_windows=1)
         theirs = theirs[theirs["variable"] == channel]
-        ax.plot(theirs[dm.time_column_name], theirs["forecast"], "--", color="C3", lw=1.5, label=f"{other} median")
+        ax.plot(theirs[dm.time_column_name], theirs["forecast"], "--", color="C3", lw=1.5, label=f"{other} attention")
     ax.set_title(f"{channel}: the last test window, {dm.horizon}-step forecast from {dm.lookback} steps")
     ax.legend(loc="upper left", fontsize="small")
     fig.autofmt_xdate()

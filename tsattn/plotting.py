@@ -1,4 +1,4 @@
-"""Pictures of forecasts: the history, what was observed after it, the median and shaded intervals.
+"""Pictures of forecasts: the history, what was observed after it, the forecast and shaded intervals.
 
 ``plot_forecast`` draws one variable of one series from the frames ``Forecaster.predict`` and
 ``Forecaster.backtest`` return, for both tasks:
@@ -62,7 +62,8 @@ def plot_forecast(forecast: pd.DataFrame, variable: str, history: Optional[pd.Da
                   time_column: Optional[str] = None, variable_column: Optional[str] = None, value_column: str = "value",
                   forecast_column: Optional[str] = None, observed_column: Optional[str] = None,
                   irregular: Optional[bool] = None, ax: Any = None, title: Optional[str] = None) -> Any:
-    """Draw one variable's forecast, its intervals, the history before it and what was observed.
+    """Draw one variable's forecast (a quantile model's centre), its intervals, the history before it
+    and what was observed.
 
     Args:
         forecast: ``predict``'s (or ``backtest``'s) frame.
@@ -104,7 +105,7 @@ def plot_forecast(forecast: pd.DataFrame, variable: str, history: Optional[pd.Da
         ax.fill_between(times, rows[lo].to_numpy(dtype=np.float64), rows[hi].to_numpy(dtype=np.float64),
                         color="C0", alpha=0.15 + 0.15 * k, lw=0, label=f"{level:g}% interval",
                         step="mid" if irregular else None)
-    ax.plot(times, rows[name].to_numpy(), color="C0", label="median" if interval_columns(rows, name) else "forecast",
+    ax.plot(times, rows[name].to_numpy(), color="C0", label="forecast",
             **(dict(marker=".", ms=5, lw=1.2) if irregular else dict(lw=1.5)))
     ax.set_title(title if title is not None else (variable if series is None else f"{variable}: {series}"))
     ax.legend(loc="best", fontsize="small")

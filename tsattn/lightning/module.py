@@ -75,9 +75,10 @@ class ForecastModule(pl.LightningModule):
         seed: reseed torch's RNG before every train step with (seed, step), so dropout masks depend
             only on the step and a run resumed from a checkpoint repeats an uninterrupted one. None: off.
         quantiles: None (a point forecast) or the quantile levels of a probabilistic forecast (e.g.
-            ``[0.1, 0.5, 0.9]``; the median is added if absent): the model gives one value per
-            quantile, sorted, trained with the pinball loss (``loss`` must then stay ``"mse"``, its
-            default, or be ``"pinball"``); the median is the point forecast (``tsattn.tasks.quantiles``).
+            ``[0.1, 0.5, 0.9]``; 0.5 is added if absent): the model gives one value per quantile,
+            sorted; the centre (0.5) is the point forecast, trained with ``loss`` as a point model is
+            (``"mse"``: the mean; ``"pinball"``: the median), the others with the pinball loss
+            (``tsattn.tasks.quantiles``).
     """
 
     def __init__(
@@ -104,8 +105,8 @@ class ForecastModule(pl.LightningModule):
     ) -> None:
         super().__init__()
         quantiles = quantiles_from(quantiles, None)
-        if quantiles is not None and loss not in ("mse", "pinball"):
-            raise ValueError(f"a quantile model trains with the pinball loss; leave `loss` at its default (got {loss!r})")
+        if quantiles is None and loss == "pinball":
+            raise ValueError("loss='pinball' trains quantiles: give quantiles=[...] (or levels=[...]), or another loss")
         for name, value, choices in (("attention", attention, ATTENTIONS), ("sink", sink, SINKS),
                                      ("loss", loss, LOSSES), ("lr_schedule", lr_schedule, LR_SCHEDULES),
                                      ("loss_reduction", loss_reduction, LOSS_REDUCTIONS)):
@@ -227,10 +228,12 @@ class ForecastModule(pl.LightningModule):
     @torch.no_grad()
     def calibrate(self, loader: Any, min_points: int = 30) -> Tensor:
         """Conformal calibration of a quantile model's intervals on ``loader`` (the validation split):
-        per interval and output column, the shift that makes the interval hold a share ``level`` of
-        the points (conformalized quantile regression: the ``ceil((n + 1) level) / n`` empirical
-        quantile of the scores ``max(lo - y, y - hi)``); a column with fewer than ``min_points``
-        points takes the shift of all columns pooled. Sets and returns ``interval_shift`` [K, C]."""
+        per interval and output column, the shift (in units of each interval's own width, added on
+        both sides) that makes the interval hold a share ``level`` of the points: the
+        ``ceil((n + 1) level) / n`` empirical quantile of the scores ``max(lo - y, y - hi) / (hi - lo)``
+        (scaled conformalized quantile regression: a window or observation the model finds uncertain
+        keeps a wider interval than a calm one). A column with fewer than ``min_points`` points takes
+        the shift of all columns pooled. Sets and returns ``interval_shift`` [K, C]."""
         spec = self.quantile_spec
         if spec is None or not spec.pairs:
             raise ValueError("calibration needs a quantile model with at least one interval (quantiles=[0.1, 0.5, 0.9])")

@@ -28,6 +28,7 @@ from torch import Tensor, nn
 from ..data.base import ForecastDataModule
 from ..data.errors import DataError
 from ..metrics import mase
+from .quantiles import pinball_loss
 
 if TYPE_CHECKING:  # the LightningModule imports this package
     from ..lightning.module import ForecastModule
@@ -101,21 +102,22 @@ class Task:
 
     def finish_quantiles(self, module: "ForecastModule", pred: Tensor, column: Optional[Tensor]) -> Tensor:
         """A quantile model's raw outputs [..., Q] sorted (``sorted_quantiles``) and, once calibrated,
-        each interval widened by its conformal shift (``module.interval_shift`` [K, C]: per interval and
-        output column; ``column`` [...] says each point's column, None: the axis before Q); a point
-        model's outputs as they are."""
+        each interval widened (or narrowed) on both sides by its conformal shift times its own width
+        (``module.interval_shift`` [K, C]: per interval and output column; ``column`` [...] says each
+        point's column, None: the axis before Q); a point model's outputs as they are."""
         spec = module.quantile_spec
         if spec is None:
             return pred
         pred = sorted_quantiles(pred, spec.median)
         if not bool(module.calibrated) or not spec.pairs:
             return pred
-        shift = module.interval_shift.to(pred.dtype)                       # [K, C]
+        shift = module.interval_shift.to(pred.dtype)                       # [K, C], in interval widths
         shift = shift[:, column] if column is not None else shift  # [K, ...] per point, or [K, C]
+        widths = interval_widths(pred, spec)                                 # [..., K]
         pred = pred.clone()
         for k, (_, lo, hi) in enumerate(spec.pairs):
-            pred[..., lo] = pred[..., lo] - shift[k]
-            pred[..., hi] = pred[..., hi] + shift[k]
+            pred[..., lo] = pred[..., lo] - shift[k] * widths[..., k]
+            pred[..., hi] = pred[..., hi] + shift[k] * widths[..., k]
         return sorted_quantiles(pred, spec.median)
 
     def n_outputs(self, hparams: Any) -> int:
@@ -207,10 +209,19 @@ def sorted_quantiles(pred: Tensor, median: int) -> Tensor:
     return torch.cat([low, mid, high], dim=-1)
 
 
+def interval_widths(pred: Tensor, spec: Any) -> Tensor:
+    """[..., K]: the width ``hi - lo`` of each interval of ``spec`` (``pred`` [..., Q], sorted), at least
+    a small floor (1e-6 of the scaled data's unit) so that a collapsed interval can still be rescaled."""
+    return torch.stack([(pred[..., hi] - pred[..., lo]).clamp_min(1e-6) for _, lo, hi in spec.pairs], dim=-1)
+
+
 def conformity_scores(pred: Tensor, target: Tensor, spec: Any) -> Tensor:
-    """Conformalized quantile regression's scores: for each interval ``(lo, hi)`` of ``spec`` and each
-    point, ``max(lo - y, y - hi)`` (negative inside the interval) -> [N, K]; ``pred`` [N, Q], ``target`` [N]."""
-    return torch.stack([torch.maximum(pred[:, lo] - target, target - pred[:, hi]) for _, lo, hi in spec.pairs], dim=1)
+    """Scaled conformalized quantile regression's scores: for each interval ``(lo, hi)`` of ``spec`` and
+    each point, ``max(lo - y, y - hi) / (hi - lo)`` (negative inside the interval): how far outside
+    it the target lies, in units of the interval's own width -> [N, K]; ``pred`` [N, Q], ``target`` [N]."""
+    widths = interval_widths(pred, spec)
+    return torch.stack([torch.maximum(pred[:, lo] - target, target - pred[:, hi]) / widths[:, k]
+                        for k, (_, lo, hi) in enumerate(spec.pairs)], dim=1)
 
 
 def point_loss(kind: str, pred: Tensor, target: Tensor, huber_delta: float) -> Tensor:
@@ -220,3 +231,16 @@ def point_loss(kind: str, pred: Tensor, target: Tensor, huber_delta: float) -> T
     if kind == "huber":
         return torch.nn.functional.huber_loss(pred, target, delta=huber_delta, reduction="none")
     return (pred - target).square()
+
+
+def quantile_training_loss(pred: Tensor, target: Tensor, spec: Any, kind: str, huber_delta: float) -> Tensor:
+    """A quantile model's loss per point ([...]; ``pred`` [..., Q] sorted, ``target`` [...]): with ``kind``
+    ``"pinball"`` the mean pinball loss over every quantile (the centre is then a median); otherwise
+    the point loss ``kind`` of the centre (the point forecast, trained as a point model trains it:
+    ``"mse"`` makes it the mean) plus the mean pinball loss of the other quantiles."""
+    pinball = pinball_loss(pred, target, spec.quantiles)                          # [..., Q]
+    if kind == "pinball":
+        return pinball.mean(-1)
+    centre = point_loss(kind, pred[..., spec.median], target, huber_delta)
+    others = [q for q in range(len(spec.quantiles)) if q != spec.median]
+    return centre + pinball[..., others].mean(-1) if others else centre

@@ -22,8 +22,8 @@ from ..data.observations.backtest import backtest_frame, backtest_samples, in_sa
 from ..data.observations.datamodule import ObservationDataModule
 from ..data.validation import SPLITS, check_span
 from ..metrics import PerVariableError, QuantileError
-from .base import Task, conformity_scores, point_loss
-from .quantiles import QuantileSpec, pinball_loss
+from .base import Task, conformity_scores, point_loss, quantile_training_loss
+from .quantiles import QuantileSpec
 
 if TYPE_CHECKING:
     from ..lightning.module import ForecastModule
@@ -113,7 +113,7 @@ class ObservationTask(Task):
         mask, target = batch["y_mask"], batch["y_value"]
         spec = module.quantile_spec
         if spec is not None:
-            per_point = pinball_loss(pred, target, spec.quantiles).mean(-1)[mask]
+            per_point = quantile_training_loss(pred, target, spec, module.hparams.loss, module.hparams.huber_delta)[mask]
         else:
             per_point = point_loss(module.hparams.loss, pred, target, module.hparams.huber_delta)[mask]
         if module.hparams.loss_reduction == "point" or per_point.numel() == 0:

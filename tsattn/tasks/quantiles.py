@@ -1,10 +1,12 @@
 """Quantile forecasts: the output kind a task adds with ``quantiles=[...]`` (a head and a loss).
 
 A model built with ``n_quantiles=Q`` gives Q values per forecast point; the tasks sort them (so they
-never cross), train them with the pinball loss and read intervals off pairs ``(q, 1 - q)``:
+never cross), train them and read intervals off pairs ``(q, 1 - q)``:
 
-- the **median** (0.5, always among the quantiles) is the point forecast, named as a point
-  forecast is (the channel or value column);
+- the **centre** (0.5, always among the quantiles) is the point forecast, named as a point forecast
+  is (the channel or value column) and trained with the model's ``loss`` as a point model is
+  (``"mse"``, the default: the mean, as good a point forecast as the MSE model's; ``"pinball"``: the
+  median); the other quantiles are trained with the pinball loss;
 - each pair ``(q, 1 - q)`` is a central interval of level ``100 (1 - 2 q)`` %: columns
   ``<name>-lo-<level>`` and ``<name>-hi-<level>`` (neuralforecast's convention, e.g. ``OT-lo-80``);
 - a quantile without its partner is a column ``<name>-q<q>`` (e.g. ``OT-q0.7``).

@@ -20,8 +20,8 @@ from ..data.errors import DataWarning
 from ..data.windows.backtest import backtest_frame, backtest_windows, in_sample_windows
 from ..data.windows.datamodule import CSVDataModule
 from ..metrics import PointError, QuantileError
-from .base import Task, conformity_scores, sorted_quantiles
-from .quantiles import QuantileSpec, pinball_loss
+from .base import Task, conformity_scores, quantile_training_loss, sorted_quantiles
+from .quantiles import QuantileSpec
 
 if TYPE_CHECKING:
     from ..lightning.module import ForecastModule
@@ -93,9 +93,10 @@ class WindowTask(Task):
         pred, target = module.net.training_pairs(batch["x"], batch.get("t_x"), batch["y"],
                                                  slice(None) if index is None else index)
         spec = module.quantile_spec
-        if spec is not None:
-            return pinball_loss(sorted_quantiles(pred, spec.median), target, spec.quantiles).mean()
         kind = module.hparams.loss
+        if spec is not None:
+            return quantile_training_loss(sorted_quantiles(pred, spec.median), target, spec, kind,
+                                          module.hparams.huber_delta).mean()
         if kind == "mae":
             return F.l1_loss(pred, target)
         if kind == "huber":
