@@ -8,6 +8,7 @@ import torch
 
 from tsattn import Forecaster
 from tsattn.lightning import ForecastModule
+from tsattn.models import IrregularTransformer, PatchDecoder, PatchTST
 from tsattn.tasks.base import quantile_training_loss
 from tsattn.tasks.quantiles import QuantileSpec, pinball_loss, quantiles_from
 
@@ -137,3 +138,23 @@ def test_point_models_are_unchanged_by_the_output_kind():
     module = ForecastModule("patchtst", n_channels=2, lookback=32, horizon=8, model_kwargs=TINY_WINDOW)
     assert module.quantile_spec is None and "interval_shift" not in dict(module.named_buffers())
     assert module({"x": torch.randn(2, 32, 2)}).shape == (2, 8, 2)
+
+
+@pytest.mark.parametrize("model", ["patchtst", "decoder", "irregular"])
+def test_quantiles_start_together_as_one_forecast(model):
+    # every quantile's head rows start as the first's: an untrained interval is a point, not noise
+    torch.manual_seed(0)
+    if model == "irregular":
+        net = IrregularTransformer(2, residual=False, n_quantiles=3, **TINY_IRREGULAR)
+        steps, g = 5, torch.Generator().manual_seed(0)
+        batch = dict(x_time=-torch.rand(2, 6, generator=g) * 10, x_var=torch.randint(0, 2, (2, 6), generator=g),
+                     x_value=torch.randn(2, 6, generator=g), x_mask=torch.ones(2, 6, dtype=torch.bool),
+                     y_time=torch.rand(2, steps, generator=g) * 5, y_var=torch.randint(0, 2, (2, steps), generator=g),
+                     y_mask=torch.ones(2, steps, dtype=torch.bool))
+        out = net(**batch)                                                    # [B, Ny, Q]
+    else:
+        kwargs = TINY_WINDOW if model == "patchtst" else {"patch_len": 8, "n_layers": 1, "n_heads": 2, "d_model": 8, "d_ff": 16}
+        cls = PatchTST if model == "patchtst" else PatchDecoder
+        out = cls(2, 32, 8, n_quantiles=3, **kwargs).eval()(torch.randn(4, 32, 2))   # [B, H, C, Q]
+    assert out.shape[-1] == 3 and torch.allclose(out, out[..., :1].expand_as(out))
+    assert out[..., 0].std() > 0                                              # the forecast itself varies

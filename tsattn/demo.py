@@ -46,7 +46,7 @@ def forecast_figure(forecasters: dict, channel: str = "OT", history_rows: int = 
     from .plotting import plot_forecast
 
     (name, first), *others = forecasters.items()
-    dm = first.datamodule
+    dm = first.datamodule if first.datamodule is not None else first._datamodule(None)  # fitted, or loaded
     frame = first.backtest(n_windows=1)
     frame = frame[frame["variable"] == channel]
     table = dm.table

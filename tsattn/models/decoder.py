@@ -29,7 +29,7 @@ import torch
 from torch import Tensor, nn
 
 from ..nn import Dropout, FeedForward, MultiHeadAttention, RevIN, causal_patch_statistics
-from .patchtst import check_quantile_count, check_window, patch_positions
+from .patchtst import check_quantile_count, check_window, patch_positions, quantile_head
 from .registry import register_model
 
 
@@ -155,7 +155,7 @@ class PatchDecoder(nn.Module):
         )
         self.norm_out = nn.LayerNorm(d_model)
         self.n_quantiles = n_quantiles
-        self.head = nn.Linear(d_model, horizon * (n_quantiles or 1))
+        self.head = quantile_head(d_model, horizon, n_quantiles)
 
     def token_positions(self, t_x: Optional[Tensor]) -> Optional[Tensor]:
         """Patch positions [B, n_tokens] from knot times [B, L]; None stays None (= 0..n-1)."""

@@ -48,7 +48,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..nn import Dropout, FeedForward, MultiHeadAttention
-from .patchtst import check_quantile_count
+from .patchtst import check_quantile_count, quantile_head
 from .registry import register_model
 
 __all__ = ["IrregularTransformer"]
@@ -270,7 +270,7 @@ class IrregularTransformer(nn.Module):
                                      for _ in range(n_decoder_layers))
         self.norm_out = nn.LayerNorm(d_model)
         self.n_quantiles = n_quantiles
-        self.head = nn.Linear(d_model, n_quantiles or 1)
+        self.head = quantile_head(d_model, 1, n_quantiles)
         self.residual = residual
         if residual:
             nn.init.zeros_(self.head.weight)

@@ -47,6 +47,21 @@ def check_quantile_count(n_quantiles: Optional[int]) -> None:
         raise ValueError(f"`n_quantiles` must be None or an integer >= 1, got {n_quantiles!r}")
 
 
+def quantile_head(in_features: int, horizon: int, n_quantiles: Optional[int]) -> nn.Linear:
+    """The output layer: ``horizon * Q`` outputs (output ``h * Q + q``: step h, quantile q; Q = 1 for a
+    point forecast). A quantile head starts with every quantile's weights equal to the first's, so
+    that the quantiles start together, as one smooth forecast, and training moves them apart (rows
+    drawn apart at random give intervals that jump from step to step until well trained)."""
+    Q = n_quantiles or 1
+    head = nn.Linear(in_features, horizon * Q)
+    if Q > 1:
+        with torch.no_grad():
+            weight, bias = head.weight.view(horizon, Q, in_features), head.bias.view(horizon, Q)
+            weight.copy_(weight[:, :1].expand_as(weight).clone())
+            bias.copy_(bias[:, :1].expand_as(bias).clone())
+    return head
+
+
 def check_window(x: Tensor, t_x: Optional[Tensor], n_channels: int, lookback: int) -> None:
     """Raise ValueError unless x is [B, lookback, n_channels] and t_x is None or [B, lookback]."""
     if x.dim() != 3 or x.shape[1] != lookback or x.shape[2] != n_channels:
@@ -204,7 +219,7 @@ class PatchTST(nn.Module):
             for _ in range(n_layers)
         )
         self.n_quantiles = n_quantiles
-        self.head = nn.Linear(d_model * self.n_patches, horizon * (n_quantiles or 1))
+        self.head = quantile_head(d_model * self.n_patches, horizon, n_quantiles)
         self.head_dropout = Dropout(head_dropout)
 
     def token_positions(self, t_x: Optional[Tensor]) -> Optional[Tensor]:
