@@ -158,3 +158,21 @@ def test_quantiles_start_together_as_one_forecast(model):
         out = cls(2, 32, 8, n_quantiles=3, **kwargs).eval()(torch.randn(4, 32, 2))   # [B, H, C, Q]
     assert out.shape[-1] == 3 and torch.allclose(out, out[..., :1].expand_as(out))
     assert out[..., 0].std() > 0                                              # the forecast itself varies
+
+
+def test_calibration_moves_both_ends_by_a_multiple_of_the_width():
+    from tsattn.tasks.base import conformity_scores
+    from tsattn.tasks.window import WindowTask
+
+    spec = QuantileSpec.of([0.1, 0.5, 0.9])
+    pred = torch.tensor([[[[1.0, 2.0, 3.0]], [[0.0, 2.0, 8.0]]]])               # [B=1, H=2, C=1, Q=3]
+    module = ForecastModule("patchtst", n_channels=1, lookback=32, horizon=2, quantiles=spec.quantiles,
+                            model_kwargs=TINY_WINDOW)
+    module.interval_shift.fill_(0.5)
+    module.calibrated.fill_(True)
+    out = WindowTask().finish_quantiles(module, pred, None)
+    # widths 2 and 8: each end moves out by half a width; the centre stays
+    torch.testing.assert_close(out[0, :, 0], torch.tensor([[0.0, 2.0, 4.0], [-4.0, 2.0, 12.0]]))
+    # the scores are in widths: 1 width below the interval, and inside it (negative)
+    scores = conformity_scores(torch.tensor([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]]), torch.tensor([-1.0, 2.5]), spec)
+    torch.testing.assert_close(scores[:, 0], torch.tensor([1.0, -0.25]))
