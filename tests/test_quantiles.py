@@ -176,3 +176,53 @@ def test_calibration_moves_both_ends_by_a_multiple_of_the_width():
     # the scores are in widths: 1 width below the interval, and inside it (negative)
     scores = conformity_scores(torch.tensor([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]]), torch.tensor([-1.0, 2.5]), spec)
     torch.testing.assert_close(scores[:, 0], torch.tensor([1.0, -0.25]))
+
+
+def test_calibration_floors_collapsed_widths_so_that_no_interval_blows_up(monkeypatch):
+    # a head that left most intervals collapsed (width 1e-6) and a few wide: scaled by their own
+    # widths alone, the collapsed ones would need a shift of ~1e6 widths, which the wide ones would
+    # take too; the floor (the mean absolute error) keeps the shift in typical errors
+    module = ForecastModule("patchtst", n_channels=1, lookback=32, horizon=2, quantiles=[0.1, 0.5, 0.9],
+                            model_kwargs=TINY_WINDOW)
+    g = torch.Generator().manual_seed(0)
+    n = 2000
+    y = torch.randn(n, generator=g)
+    width = torch.full((n,), 1e-6)
+    width[:20] = 1.0
+    pred = torch.stack([-width / 2, torch.zeros(n), width / 2], dim=-1)
+    monkeypatch.setattr(module.task, "calibration_points", lambda m, b: (pred, y, torch.zeros(n, dtype=torch.long)))
+    module.calibrate([{}])
+    torch.testing.assert_close(module.interval_floor[0, 0], y.abs().mean(), rtol=1e-5, atol=1e-6)
+    out = module.task.finish_quantiles(module, pred[:, None, :], None)[:, 0]    # [N, Q]
+    covered = ((out[:, 0] <= y) & (y <= out[:, 2])).float().mean()
+    assert abs(covered.item() - 0.8) < 0.03
+    assert (out[:, 2] - out[:, 0]).max() < 10 * y.abs().mean()
+
+
+def test_quantile_checkpoints_without_a_floor_still_load():
+    module = ForecastModule("patchtst", n_channels=1, lookback=32, horizon=2, quantiles=[0.1, 0.5, 0.9],
+                            model_kwargs=TINY_WINDOW)
+    state = module.state_dict()
+    state.pop("interval_floor")
+    state["interval_shift"].fill_(0.25)
+    module.interval_floor.fill_(3.0)
+    module.load_state_dict(state)
+    assert module.interval_shift.eq(0.25).all() and module.interval_floor.eq(0.0).all()
+
+
+@pytest.mark.parametrize("road", ["window", "observations"])
+def test_the_point_forecast_of_a_quantile_model_is_its_point_twins(road):
+    # the other quantiles learn from detached features and the head starts as the point head: the
+    # same seed and data train the same point forecast (up to floating-point rounding)
+    if road == "window":
+        make = lambda **q: Forecaster("patchtst", lookback=48, horizon=12, seed=3, batch_size=64,
+                                      model_kwargs={**TINY_WINDOW, "dropout": 0.2}, **q)
+        data, fit_kwargs = series(), {}
+    else:
+        make = lambda **q: Forecaster("irregular", lookback=24.0, horizon=12.0, seed=3, model_kwargs=TINY_IRREGULAR, **q)
+        data, fit_kwargs = observations(), LONG
+    point = make().fit(data, max_epochs=2, **fit_kwargs, **QUIET)
+    quantile = make(quantiles=[0.1, 0.5, 0.9]).fit(data, max_epochs=2, **fit_kwargs, **QUIET)
+    a, b = point.evaluate("test"), quantile.evaluate("test")
+    assert a["mse"] == pytest.approx(b["mse"], rel=1e-4)
+    assert b["coverage_80"] > 0                                    # and the tails did learn apart

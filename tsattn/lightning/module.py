@@ -21,6 +21,7 @@ from ..data.base import ForecastDataModule
 from ..models.registry import get_model_class
 from ..nn import ATTENTIONS, SINKS
 from ..tasks import task_of_model
+from ..tasks.base import conformity_scores
 from ..tasks.quantiles import QuantileSpec, quantiles_from
 
 LOSSES = ("mse", "mae", "huber", "pinball")
@@ -77,8 +78,8 @@ class ForecastModule(pl.LightningModule):
         quantiles: None (a point forecast) or the quantile levels of a probabilistic forecast (e.g.
             ``[0.1, 0.5, 0.9]``; 0.5 is added if absent): the model gives one value per quantile,
             sorted; the centre (0.5) is the point forecast, trained with ``loss`` as a point model is
-            (``"mse"``: the mean; ``"pinball"``: the median), the others with the pinball loss
-            (``tsattn.tasks.quantiles``).
+            (``"mse"``: the mean; ``"pinball"``: the median), the others with the pinball loss on
+            features they do not train (``tsattn.tasks.quantiles``).
     """
 
     def __init__(
@@ -127,6 +128,7 @@ class ForecastModule(pl.LightningModule):
         self.quantile_spec = None if quantiles is None else QuantileSpec.of(quantiles)
         if self.quantile_spec is not None:  # conformal widening of each interval per output column (scaled units)
             self.register_buffer("interval_shift", torch.zeros(len(self.quantile_spec.pairs), n_out))
+            self.register_buffer("interval_floor", torch.zeros(len(self.quantile_spec.pairs), n_out))
             self.register_buffer("calibrated", torch.tensor(False))
         self.val_metrics = self.task.metrics(n_out, self.quantile_spec)
         self.test_metrics = self.task.metrics(n_out, self.quantile_spec)
@@ -230,36 +232,56 @@ class ForecastModule(pl.LightningModule):
         """Conformal calibration of a quantile model's intervals on ``loader`` (the validation split):
         per interval and output column, the shift (in units of each interval's own width, added on
         both sides) that makes the interval hold a share ``level`` of the points: the
-        ``ceil((n + 1) level) / n`` empirical quantile of the scores ``max(lo - y, y - hi) / (hi - lo)``
+        ``ceil((n + 1) level) / n`` empirical quantile of the scores ``max(lo - y, y - hi) / width``
         (scaled conformalized quantile regression: a window or observation the model finds uncertain
-        keeps a wider interval than a calm one). A column with fewer than ``min_points`` points takes
-        the shift of all columns pooled. Sets and returns ``interval_shift`` [K, C]."""
+        keeps a wider interval than a calm one). The width is at least a floor, the column's mean
+        absolute error of the point forecast on these points: an interval the quantile head left
+        (nearly) collapsed is widened by a multiple of the typical error, not by a multiple of its own
+        width, which would blow up wherever that head is not collapsed. A column with fewer than
+        ``min_points`` points takes the shift and floor of all columns pooled. Sets
+        ``interval_shift`` and ``interval_floor`` [K, C]; returns ``interval_shift``."""
         spec = self.quantile_spec
         if spec is None or not spec.pairs:
             raise ValueError("calibration needs a quantile model with at least one interval (quantiles=[0.1, 0.5, 0.9])")
         was_training = self.training
         self.eval()
         self.calibrated.fill_(False)
-        scores, columns = [], []
+        preds, targets, columns = [], [], []
         try:
             for batch in loader:
                 batch = {key: value.to(self.device) for key, value in batch.items()}
                 with torch.compiler.set_stance("force_eager"):
-                    s, c = self.task.interval_scores(self, batch)
-                scores.append(s.double())
+                    p, y, c = self.task.calibration_points(self, batch)
+                preds.append(p.double())
+                targets.append(y.double())
                 columns.append(c)
         finally:
             self.train(was_training)
-        score, column = torch.cat(scores), torch.cat(columns)                    # [N, K], [N]
+        pred, target, column = torch.cat(preds), torch.cat(targets), torch.cat(columns)   # [N, Q], [N], [N]
+        error = (pred[:, spec.median] - target).abs()
+        n_columns = self.interval_shift.shape[1]
+        counts = torch.bincount(column, minlength=n_columns)
+        own = counts >= min_points
+        floor = torch.full((n_columns,), error.mean().item() if error.numel() else 0.0, dtype=torch.float64)
+        sums = torch.zeros(n_columns, dtype=torch.float64).index_add_(0, column, error)
+        floor[own] = sums[own] / counts[own]
+        floor = floor.expand(len(spec.pairs), -1)                                       # [K, C]
+        score = conformity_scores(pred, target, spec, floor[:, column])                 # [N, K]
         shift = torch.zeros_like(self.interval_shift, dtype=torch.float64)
         for k, (level, _, _) in enumerate(spec.pairs):
             pooled = _conformal_quantile(score[:, k], level / 100.0)
-            for c in range(shift.shape[1]):
-                own = score[column == c, k]
-                shift[k, c] = _conformal_quantile(own, level / 100.0) if own.numel() >= min_points else pooled
+            for c in range(n_columns):
+                shift[k, c] = _conformal_quantile(score[column == c, k], level / 100.0) if own[c] else pooled
         self.interval_shift.copy_(shift.to(self.interval_shift.dtype))
+        self.interval_floor.copy_(floor.to(self.interval_floor.dtype))
         self.calibrated.fill_(True)
         return self.interval_shift
+
+    def _load_from_state_dict(self, state_dict: dict, prefix: str, *args: Any, **kwargs: Any) -> None:
+        # quantile checkpoints written before the width floor existed: no floor (as they were calibrated)
+        if self.quantile_spec is not None and prefix + "interval_shift" in state_dict:
+            state_dict.setdefault(prefix + "interval_floor", torch.zeros_like(self.interval_floor))
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     # -- steps -------------------------------------------------------------------------------------
     def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> Tensor:

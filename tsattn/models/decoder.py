@@ -102,6 +102,8 @@ class PatchDecoder(nn.Module):
             "first"/"learned" sinks.
         n_quantiles: None (a point forecast) or Q: Q values per forecast point (an extra last
             axis of every output), e.g. the quantiles of a probabilistic forecast.
+        median_index: which of the Q outputs is the point forecast (the median; default Q // 2):
+            the others learn from the features detached (``QuantileHead``).
     """
 
     # every channel is forecast from its own history (channels folded into the batch; eval mode)
@@ -128,6 +130,7 @@ class PatchDecoder(nn.Module):
         learned_pos: bool = True,
         softmax_sink: Optional[bool] = None,
         n_quantiles: Optional[int] = None,
+        median_index: Optional[int] = None,
     ) -> None:
         super().__init__()
         check_quantile_count(n_quantiles)
@@ -155,7 +158,7 @@ class PatchDecoder(nn.Module):
         )
         self.norm_out = nn.LayerNorm(d_model)
         self.n_quantiles = n_quantiles
-        self.head = quantile_head(d_model, horizon, n_quantiles)
+        self.head = quantile_head(d_model, horizon, n_quantiles, median_index)
 
     def token_positions(self, t_x: Optional[Tensor]) -> Optional[Tensor]:
         """Patch positions [B, n_tokens] from knot times [B, L]; None stays None (= 0..n-1)."""

@@ -212,6 +212,8 @@ class IrregularTransformer(nn.Module):
         n_quantiles: None (one value per query, [B, Ny]) or Q: Q values per query ([B, Ny, Q]),
             e.g. the quantiles of a probabilistic forecast (with ``residual``, each is a change
             from the last value, all starting at it).
+        median_index: which of the Q outputs is the point forecast (the median; default Q // 2):
+            the others learn from the features detached (``QuantileHead``).
     """
 
     def __init__(
@@ -234,6 +236,7 @@ class IrregularTransformer(nn.Module):
         n_buckets: int = 8,
         residual: bool = False,
         n_quantiles: Optional[int] = None,
+        median_index: Optional[int] = None,
     ) -> None:
         super().__init__()
         check_quantile_count(n_quantiles)
@@ -270,7 +273,7 @@ class IrregularTransformer(nn.Module):
                                      for _ in range(n_decoder_layers))
         self.norm_out = nn.LayerNorm(d_model)
         self.n_quantiles = n_quantiles
-        self.head = quantile_head(d_model, 1, n_quantiles)
+        self.head = quantile_head(d_model, 1, n_quantiles, median_index)
         self.residual = residual
         if residual:
             nn.init.zeros_(self.head.weight)

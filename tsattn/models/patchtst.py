@@ -47,19 +47,38 @@ def check_quantile_count(n_quantiles: Optional[int]) -> None:
         raise ValueError(f"`n_quantiles` must be None or an integer >= 1, got {n_quantiles!r}")
 
 
-def quantile_head(in_features: int, horizon: int, n_quantiles: Optional[int]) -> nn.Linear:
-    """The output layer: ``horizon * Q`` outputs (output ``h * Q + q``: step h, quantile q; Q = 1 for a
-    point forecast). A quantile head starts with every quantile's weights equal to the first's, so
-    that the quantiles start together, as one smooth forecast, and training moves them apart (rows
-    drawn apart at random give intervals that jump from step to step until well trained)."""
-    Q = n_quantiles or 1
-    head = nn.Linear(in_features, horizon * Q)
-    if Q > 1:
-        with torch.no_grad():
-            weight, bias = head.weight.view(horizon, Q, in_features), head.bias.view(horizon, Q)
-            weight.copy_(weight[:, :1].expand_as(weight).clone())
-            bias.copy_(bias[:, :1].expand_as(bias).clone())
-    return head
+class QuantileHead(nn.Linear):
+    """A quantile model's output layer: ``horizon * Q`` outputs (output ``h * Q + q``: step h, quantile
+    q) whose point forecast (quantile ``median``) is a point model's head. Its weights start as a point
+    head's (the same random draws), copied to every quantile, so that the quantiles start together as
+    one smooth forecast and training moves them apart; the point forecast reads the features, while
+    the other quantiles read them detached: their loss trains their own weights and does not reach the
+    layers below, so the features, and the point forecast, are trained as a point model's are."""
+
+    def __init__(self, in_features: int, horizon: int, n_quantiles: int, median: int) -> None:
+        if not 0 <= median < n_quantiles:
+            raise ValueError(f"`median_index` must be in [0, {n_quantiles}), got {median}")
+        nn.Module.__init__(self)
+        point = nn.Linear(in_features, horizon)                      # the draws of a point model's head
+        self.in_features, self.out_features = in_features, horizon * n_quantiles
+        self.horizon, self.n_quantiles, self.median = horizon, n_quantiles, median
+        self.weight = nn.Parameter(point.weight.detach().repeat_interleave(n_quantiles, dim=0))
+        self.bias = nn.Parameter(point.bias.detach().repeat_interleave(n_quantiles, dim=0))
+
+    def forward(self, x: Tensor) -> Tensor:
+        H, Q, m = self.horizon, self.n_quantiles, self.median
+        out = F.linear(x.detach(), self.weight, self.bias).unflatten(-1, (H, Q))             # [..., H, Q]
+        centre = F.linear(x, self.weight.view(H, Q, -1)[:, m], self.bias.view(H, Q)[:, m])  # [..., H]
+        return torch.cat([out[..., :m], centre.unsqueeze(-1), out[..., m + 1:]], dim=-1).flatten(-2)
+
+
+def quantile_head(in_features: int, horizon: int, n_quantiles: Optional[int],
+                  median_index: Optional[int] = None) -> nn.Linear:
+    """The output layer: a point head ``nn.Linear(in_features, horizon)`` or, for ``n_quantiles`` Q > 1,
+    a ``QuantileHead`` whose point forecast is output ``median_index`` (default ``Q // 2``)."""
+    if not n_quantiles or n_quantiles == 1:
+        return nn.Linear(in_features, horizon * (n_quantiles or 1))
+    return QuantileHead(in_features, horizon, n_quantiles, n_quantiles // 2 if median_index is None else median_index)
 
 
 def check_window(x: Tensor, t_x: Optional[Tensor], n_channels: int, lookback: int) -> None:
@@ -161,6 +180,8 @@ class PatchTST(nn.Module):
         n_quantiles: None (a point forecast [B, H, C]) or Q: Q values per forecast point
             ([B, H, C, Q], the head's outputs Q times as many), e.g. the quantiles of a
             probabilistic forecast (``tsattn.tasks`` sorts them).
+        median_index: which of the Q outputs is the point forecast (the median; default Q // 2):
+            the others learn from the features detached (``QuantileHead``).
         softmax_sink: force (True) / forbid (False) the sink key in softmax; None = only for
             "first"/"learned" sinks.
     """
@@ -192,6 +213,7 @@ class PatchTST(nn.Module):
         learned_pos: bool = True,
         softmax_sink: Optional[bool] = None,
         n_quantiles: Optional[int] = None,
+        median_index: Optional[int] = None,
     ) -> None:
         super().__init__()
         check_quantile_count(n_quantiles)
@@ -219,7 +241,7 @@ class PatchTST(nn.Module):
             for _ in range(n_layers)
         )
         self.n_quantiles = n_quantiles
-        self.head = quantile_head(d_model * self.n_patches, horizon, n_quantiles)
+        self.head = quantile_head(d_model * self.n_patches, horizon, n_quantiles, median_index)
         self.head_dropout = Dropout(head_dropout)
 
     def token_positions(self, t_x: Optional[Tensor]) -> Optional[Tensor]:

@@ -28,7 +28,7 @@ from torch import Tensor, nn
 from ..data.base import ForecastDataModule
 from ..data.errors import DataError
 from ..metrics import mase
-from .quantiles import pinball_loss
+from .quantiles import QuantileSpec, pinball_loss
 
 if TYPE_CHECKING:  # the LightningModule imports this package
     from ..lightning.module import ForecastModule
@@ -91,20 +91,24 @@ class Task:
         raise NotImplementedError
 
     def model_kwargs(self, cls: type[nn.Module], hparams: Any) -> dict[str, Any]:
-        """The model's keyword arguments: ``model_kwargs``, and ``n_quantiles`` for a quantile model (a
-        model without a quantile head is an error naming it)."""
+        """The model's keyword arguments: ``model_kwargs``, and ``n_quantiles`` (and ``median_index``
+        where the model takes it) for a quantile model (a model without a quantile head is an error
+        naming it)."""
         kwargs = dict(hparams.model_kwargs or {})
         if hparams.get("quantiles"):
             if "n_quantiles" not in inspect.signature(cls).parameters:
                 raise ValueError(f"the model {hparams.model!r} gives point forecasts only: leave quantiles / levels None")
             kwargs["n_quantiles"] = len(hparams.quantiles)
+            if "median_index" in inspect.signature(cls).parameters:
+                kwargs["median_index"] = QuantileSpec.of(hparams.quantiles).median
         return kwargs
 
     def finish_quantiles(self, module: "ForecastModule", pred: Tensor, column: Optional[Tensor]) -> Tensor:
         """A quantile model's raw outputs [..., Q] sorted (``sorted_quantiles``) and, once calibrated,
-        each interval widened (or narrowed) on both sides by its conformal shift times its own width
-        (``module.interval_shift`` [K, C]: per interval and output column; ``column`` [...] says each
-        point's column, None: the axis before Q); a point model's outputs as they are."""
+        each interval widened (or narrowed) on both sides by its conformal shift times its width, the
+        width at least the calibration's floor (``module.interval_shift`` and ``module.interval_floor``
+        [K, C]: per interval and output column; ``column`` [...] says each point's column, None: the
+        axis before Q); a point model's outputs as they are."""
         spec = module.quantile_spec
         if spec is None:
             return pred
@@ -112,8 +116,10 @@ class Task:
         if not bool(module.calibrated) or not spec.pairs:
             return pred
         shift = module.interval_shift.to(pred.dtype)                       # [K, C], in interval widths
-        shift = shift[:, column] if column is not None else shift  # [K, ...] per point, or [K, C]
-        widths = interval_widths(pred, spec)                                 # [..., K]
+        floor = module.interval_floor.to(pred.dtype)                       # [K, C], scaled units
+        if column is not None:                                             # [K, ...] per point
+            shift, floor = shift[:, column], floor[:, column]
+        widths = interval_widths(pred, spec, floor)                          # [..., K]
         pred = pred.clone()
         for k, (_, lo, hi) in enumerate(spec.pairs):
             pred[..., lo] = pred[..., lo] - shift[k] * widths[..., k]
@@ -160,9 +166,9 @@ class Task:
             out.update({f"{k}_orig": v for k, v in units.items() if not k.startswith("coverage")})
         return out
 
-    def interval_scores(self, module: "ForecastModule", batch: dict[str, Tensor]) -> tuple[Tensor, Tensor]:
-        """Conformity scores of a quantile model's intervals on ``batch`` (``conformity_scores``) [N, K]
-        and each point's output column [N] (its channel or variable)."""
+    def calibration_points(self, module: "ForecastModule", batch: dict[str, Tensor]) -> tuple[Tensor, Tensor, Tensor]:
+        """A quantile model's sorted raw forecasts of ``batch``'s targets [N, Q] (scaled), the targets
+        [N] and each point's output column [N] (its channel or variable): what calibration reads."""
         raise NotImplementedError
 
     def to_original(self, module: "ForecastModule", pred: Tensor, batch: dict[str, Tensor]) -> Tensor:
@@ -209,17 +215,23 @@ def sorted_quantiles(pred: Tensor, median: int) -> Tensor:
     return torch.cat([low, mid, high], dim=-1)
 
 
-def interval_widths(pred: Tensor, spec: Any) -> Tensor:
+def interval_widths(pred: Tensor, spec: Any, floor: Optional[Tensor] = None) -> Tensor:
     """[..., K]: the width ``hi - lo`` of each interval of ``spec`` (``pred`` [..., Q], sorted), at least
-    a small floor (1e-6 of the scaled data's unit) so that a collapsed interval can still be rescaled."""
-    return torch.stack([(pred[..., hi] - pred[..., lo]).clamp_min(1e-6) for _, lo, hi in spec.pairs], dim=-1)
+    ``floor[k]`` (broadcast to ``pred[..., 0]``; the calibration's, see ``ForecastModule.calibrate``) and
+    at least 1e-6 of the scaled data's unit, so that a collapsed interval can still be rescaled."""
+    widths = []
+    for k, (_, lo, hi) in enumerate(spec.pairs):
+        width = (pred[..., hi] - pred[..., lo]).clamp_min(1e-6)
+        widths.append(width if floor is None else torch.maximum(width, floor[k]))
+    return torch.stack(widths, dim=-1)
 
 
-def conformity_scores(pred: Tensor, target: Tensor, spec: Any) -> Tensor:
+def conformity_scores(pred: Tensor, target: Tensor, spec: Any, floor: Optional[Tensor] = None) -> Tensor:
     """Scaled conformalized quantile regression's scores: for each interval ``(lo, hi)`` of ``spec`` and
-    each point, ``max(lo - y, y - hi) / (hi - lo)`` (negative inside the interval): how far outside
-    it the target lies, in units of the interval's own width -> [N, K]; ``pred`` [N, Q], ``target`` [N]."""
-    widths = interval_widths(pred, spec)
+    each point, ``max(lo - y, y - hi) / width`` (negative inside the interval; ``width`` as
+    ``interval_widths`` with ``floor`` [K, N]): how far outside it the target lies, in units of the
+    interval's own width -> [N, K]; ``pred`` [N, Q], ``target`` [N]."""
+    widths = interval_widths(pred, spec, floor)
     return torch.stack([torch.maximum(pred[:, lo] - target, target - pred[:, hi]) / widths[:, k]
                         for k, (_, lo, hi) in enumerate(spec.pairs)], dim=1)
 
@@ -234,7 +246,8 @@ def point_loss(kind: str, pred: Tensor, target: Tensor, huber_delta: float) -> T
 
 
 def quantile_training_loss(pred: Tensor, target: Tensor, spec: Any, kind: str, huber_delta: float) -> Tensor:
-    """A quantile model's loss per point ([...]; ``pred`` [..., Q] sorted, ``target`` [...]): with ``kind``
+    """A quantile model's loss per point ([...]; ``pred`` [..., Q] as the head gives them, unsorted, so
+    that each quantile's loss reaches only its own output; ``target`` [...]): with ``kind``
     ``"pinball"`` the mean pinball loss over every quantile (the centre is then a median); otherwise
     the point loss ``kind`` of the centre (the point forecast, trained as a point model trains it:
     ``"mse"`` makes it the mean) plus the mean pinball loss of the other quantiles."""

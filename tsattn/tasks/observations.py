@@ -22,7 +22,7 @@ from ..data.observations.backtest import backtest_frame, backtest_samples, in_sa
 from ..data.observations.datamodule import ObservationDataModule
 from ..data.validation import SPLITS, check_span
 from ..metrics import PerVariableError, QuantileError
-from .base import Task, conformity_scores, point_loss, quantile_training_loss
+from .base import Task, point_loss, quantile_training_loss
 from .quantiles import QuantileSpec
 
 if TYPE_CHECKING:
@@ -109,7 +109,8 @@ class ObservationTask(Task):
         return self.finish_quantiles(module, pred, batch["y_var"])
 
     def training_loss(self, module: "ForecastModule", batch: dict[str, Tensor]) -> Tensor:
-        pred = self.forward(module, batch)
+        with self.context():                       # the raw outputs: each quantile's loss reaches only itself
+            pred = module.net(*(batch[key] for key in INPUTS))
         mask, target = batch["y_mask"], batch["y_value"]
         spec = module.quantile_spec
         if spec is not None:
@@ -159,9 +160,9 @@ class ObservationTask(Task):
             scale, mean, mask = scale[..., None], mean[..., None], mask[..., None]
         return torch.where(mask, pred * scale + mean, 0.0)
 
-    def interval_scores(self, module: "ForecastModule", batch: dict[str, Tensor]) -> tuple[Tensor, Tensor]:
+    def calibration_points(self, module: "ForecastModule", batch: dict[str, Tensor]) -> tuple[Tensor, Tensor, Tensor]:
         pred, mask = self.forward(module, batch), batch["y_mask"]
-        return conformity_scores(pred[mask], batch["y_value"][mask], module.quantile_spec), batch["y_var"][mask]
+        return pred[mask], batch["y_value"][mask], batch["y_var"][mask]
 
     # -- forecasting ------------------------------------------------------------------------------------
     def forecast(self, module: "ForecastModule", dm: ObservationDataModule, *, at: Optional[Any] = None,

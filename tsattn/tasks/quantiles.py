@@ -6,7 +6,9 @@ never cross), train them and read intervals off pairs ``(q, 1 - q)``:
 - the **centre** (0.5, always among the quantiles) is the point forecast, named as a point forecast
   is (the channel or value column) and trained with the model's ``loss`` as a point model is
   (``"mse"``, the default: the mean, as good a point forecast as the MSE model's; ``"pinball"``: the
-  median); the other quantiles are trained with the pinball loss;
+  median); the other quantiles are trained with the pinball loss, on their raw (unsorted) values
+  and on features detached from the layers below (``models.patchtst.QuantileHead``), so that their
+  loss trains their own output weights only and the point forecast is trained as a point model's;
 - each pair ``(q, 1 - q)`` is a central interval of level ``100 (1 - 2 q)`` %: columns
   ``<name>-lo-<level>`` and ``<name>-hi-<level>`` (neuralforecast's convention, e.g. ``OT-lo-80``);
 - a quantile without its partner is a column ``<name>-q<q>`` (e.g. ``OT-q0.7``).

@@ -20,7 +20,7 @@ from ..data.errors import DataWarning
 from ..data.windows.backtest import backtest_frame, backtest_windows, in_sample_windows
 from ..data.windows.datamodule import CSVDataModule
 from ..metrics import PointError, QuantileError
-from .base import Task, conformity_scores, quantile_training_loss, sorted_quantiles
+from .base import Task, quantile_training_loss
 from .quantiles import QuantileSpec
 
 if TYPE_CHECKING:
@@ -95,8 +95,8 @@ class WindowTask(Task):
         spec = module.quantile_spec
         kind = module.hparams.loss
         if spec is not None:
-            return quantile_training_loss(sorted_quantiles(pred, spec.median), target, spec, kind,
-                                          module.hparams.huber_delta).mean()
+            # the raw outputs: sorting would pass a crossing quantile's loss on to the point forecast
+            return quantile_training_loss(pred, target, spec, kind, module.hparams.huber_delta).mean()
         if kind == "mae":
             return F.l1_loss(pred, target)
         if kind == "huber":
@@ -135,10 +135,10 @@ class WindowTask(Task):
             scale, mean = scale[:, None], mean[:, None]
         return pred * scale + mean
 
-    def interval_scores(self, module: "ForecastModule", batch: dict[str, Tensor]) -> tuple[Tensor, Tensor]:
+    def calibration_points(self, module: "ForecastModule", batch: dict[str, Tensor]) -> tuple[Tensor, Tensor, Tensor]:
         pred, y = self.forward(module, batch), batch["y"]                 # [B, H, C, Q], [B, H, C]
         channel = torch.arange(y.shape[-1], device=y.device).expand_as(y)
-        return conformity_scores(pred.reshape(-1, pred.shape[-1]), y.reshape(-1), module.quantile_spec), channel.reshape(-1)
+        return pred.reshape(-1, pred.shape[-1]), y.reshape(-1), channel.reshape(-1)
 
     # -- forecasting ------------------------------------------------------------------------------------
     def check_request(self, *, at: Optional[Any] = None, origin: Optional[Any] = None) -> None:
