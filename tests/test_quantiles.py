@@ -226,3 +226,17 @@ def test_the_point_forecast_of_a_quantile_model_is_its_point_twins(road):
     a, b = point.evaluate("test"), quantile.evaluate("test")
     assert a["mse"] == pytest.approx(b["mse"], rel=1e-4)
     assert b["coverage_80"] > 0                                    # and the tails did learn apart
+
+
+def test_the_other_quantiles_train_at_a_higher_rate_and_point_models_are_unchanged():
+    from tsattn.models.patchtst import QuantileHead
+
+    q = ForecastModule("patchtst", n_channels=1, lookback=32, horizon=2, quantiles=[0.1, 0.5, 0.9],
+                       model_kwargs=TINY_WINDOW, lr=1e-4, lr_schedule="constant")
+    groups = q.configure_optimizers().param_groups
+    assert [g["lr"] for g in groups] == [1e-4, 1e-4 * QuantileHead.TAIL_LR_SCALE]
+    assert {id(p) for p in groups[1]["params"]} == {id(q.net.head.tail_weight), id(q.net.head.tail_bias)}
+    assert sum(p.numel() for g in groups for p in g["params"]) == sum(p.numel() for p in q.parameters())
+    point = ForecastModule("patchtst", n_channels=1, lookback=32, horizon=2, model_kwargs=TINY_WINDOW, lr_schedule="constant")
+    assert len(point.configure_optimizers().param_groups) == 1
+    assert set(point.net.head.state_dict()) == {"weight", "bias"} <= set(q.net.head.state_dict())

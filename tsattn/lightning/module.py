@@ -18,6 +18,7 @@ import torch
 from torch import Tensor
 
 from ..data.base import ForecastDataModule
+from ..models.patchtst import QuantileHead
 from ..models.registry import get_model_class
 from ..nn import ATTENTIONS, SINKS
 from ..tasks import task_of_model
@@ -324,7 +325,15 @@ class ForecastModule(pl.LightningModule):
 
     # -- optimisation ------------------------------------------------------------------------------
     def configure_optimizers(self):
-        opt = torch.optim.Adam(self.parameters(), lr=self.hparams.lr, weight_decay=self.hparams.weight_decay)
+        lr = self.hparams.lr
+        tails = [p for m in self.modules() if isinstance(m, QuantileHead) for p in m.tail_parameters()]
+        if tails:  # a quantile head's other quantiles: a linear model on given features, at a higher rate
+            ids = {id(p) for p in tails}
+            params = [{"params": [p for p in self.parameters() if id(p) not in ids], "lr": lr},
+                      {"params": tails, "lr": lr * QuantileHead.TAIL_LR_SCALE}]
+        else:
+            params = self.parameters()
+        opt = torch.optim.Adam(params, lr=lr, weight_decay=self.hparams.weight_decay)
         schedule = self.hparams.lr_schedule
         if schedule == "constant":
             return opt
@@ -335,7 +344,7 @@ class ForecastModule(pl.LightningModule):
         if not math.isfinite(total):
             raise ValueError("lr_schedule='onecycle' needs a finite number of steps: set max_epochs or max_steps")
         sched = torch.optim.lr_scheduler.OneCycleLR(
-            opt, max_lr=self.hparams.lr, total_steps=int(total), pct_start=self.hparams.pct_start
+            opt, max_lr=[group["lr"] for group in opt.param_groups], total_steps=int(total), pct_start=self.hparams.pct_start
         )
         return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
 

@@ -276,8 +276,8 @@ class IrregularTransformer(nn.Module):
         self.head = quantile_head(d_model, 1, n_quantiles, median_index)
         self.residual = residual
         if residual:
-            nn.init.zeros_(self.head.weight)
-            nn.init.zeros_(self.head.bias)
+            for param in self.head.parameters():
+                nn.init.zeros_(param)
 
     def forward(
         self,

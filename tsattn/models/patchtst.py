@@ -47,33 +47,45 @@ def check_quantile_count(n_quantiles: Optional[int]) -> None:
         raise ValueError(f"`n_quantiles` must be None or an integer >= 1, got {n_quantiles!r}")
 
 
-class QuantileHead(nn.Linear):
+class QuantileHead(nn.Module):
     """A quantile model's output layer: ``horizon * Q`` outputs (output ``h * Q + q``: step h, quantile
-    q) whose point forecast (quantile ``median``) is a point model's head. Its weights start as a point
-    head's (the same random draws), copied to every quantile, so that the quantiles start together as
-    one smooth forecast and training moves them apart; the point forecast reads the features, while
-    the other quantiles read them detached: their loss trains their own weights and does not reach the
-    layers below, so the features, and the point forecast, are trained as a point model's are."""
+    q). The point forecast (quantile ``median``) is a point model's head (``weight`` [H, F], ``bias``
+    [H]: the same random draws and names); the other quantiles have their own weights
+    (``tail_weight`` [H, Q - 1, F], ``tail_bias`` [H, Q - 1]), which start as copies of the point's,
+    so that the quantiles start together as one smooth forecast and training moves them apart. They
+    read the features detached: their loss trains their own weights and does not reach the layers
+    below, so the features, and the point forecast, are trained as a point model's are. Being a
+    linear model on given features, they train at ``TAIL_LR_SCALE`` times the model's learning rate
+    (``ForecastModule.configure_optimizers``): at the rates deep models use (1e-4 for PatchTST) they
+    would move apart too slowly to be intervals after a short schedule."""
+
+    TAIL_LR_SCALE = 10.0
 
     def __init__(self, in_features: int, horizon: int, n_quantiles: int, median: int) -> None:
+        super().__init__()
         if not 0 <= median < n_quantiles:
             raise ValueError(f"`median_index` must be in [0, {n_quantiles}), got {median}")
-        nn.Module.__init__(self)
         point = nn.Linear(in_features, horizon)                      # the draws of a point model's head
         self.in_features, self.out_features = in_features, horizon * n_quantiles
         self.horizon, self.n_quantiles, self.median = horizon, n_quantiles, median
-        self.weight = nn.Parameter(point.weight.detach().repeat_interleave(n_quantiles, dim=0))
-        self.bias = nn.Parameter(point.bias.detach().repeat_interleave(n_quantiles, dim=0))
+        self.weight, self.bias = point.weight, point.bias
+        self.tail_weight = nn.Parameter(point.weight.detach()[:, None].repeat(1, n_quantiles - 1, 1))
+        self.tail_bias = nn.Parameter(point.bias.detach()[:, None].repeat(1, n_quantiles - 1))
+
+    def tail_parameters(self) -> list[nn.Parameter]:
+        """The other quantiles' weights (trained at ``TAIL_LR_SCALE`` times the learning rate)."""
+        return [self.tail_weight, self.tail_bias]
 
     def forward(self, x: Tensor) -> Tensor:
-        H, Q, m = self.horizon, self.n_quantiles, self.median
-        out = F.linear(x.detach(), self.weight, self.bias).unflatten(-1, (H, Q))             # [..., H, Q]
-        centre = F.linear(x, self.weight.view(H, Q, -1)[:, m], self.bias.view(H, Q)[:, m])  # [..., H]
-        return torch.cat([out[..., :m], centre.unsqueeze(-1), out[..., m + 1:]], dim=-1).flatten(-2)
+        H, m = self.horizon, self.median
+        centre = F.linear(x, self.weight, self.bias).unsqueeze(-1)                         # [..., H, 1]
+        tails = F.linear(x.detach(), self.tail_weight.flatten(0, 1), self.tail_bias.flatten())
+        tails = tails.unflatten(-1, (H, self.n_quantiles - 1))                             # [..., H, Q - 1]
+        return torch.cat([tails[..., :m], centre, tails[..., m:]], dim=-1).flatten(-2)
 
 
 def quantile_head(in_features: int, horizon: int, n_quantiles: Optional[int],
-                  median_index: Optional[int] = None) -> nn.Linear:
+                  median_index: Optional[int] = None) -> nn.Module:
     """The output layer: a point head ``nn.Linear(in_features, horizon)`` or, for ``n_quantiles`` Q > 1,
     a ``QuantileHead`` whose point forecast is output ``median_index`` (default ``Q // 2``)."""
     if not n_quantiles or n_quantiles == 1:
