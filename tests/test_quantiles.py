@@ -161,7 +161,6 @@ def test_quantiles_start_together_as_one_forecast(model):
 
 
 def test_calibration_moves_both_ends_by_a_multiple_of_the_width():
-    from tsattn.tasks.base import conformity_scores
     from tsattn.tasks.window import WindowTask
 
     spec = QuantileSpec.of([0.1, 0.5, 0.9])
@@ -173,9 +172,7 @@ def test_calibration_moves_both_ends_by_a_multiple_of_the_width():
     out = WindowTask().finish_quantiles(module, pred, None)
     # widths 2 and 8: each end moves out by half a width; the centre stays
     torch.testing.assert_close(out[0, :, 0], torch.tensor([[0.0, 2.0, 4.0], [-4.0, 2.0, 12.0]]))
-    # the scores are in widths: 1 width below the interval, and inside it (negative)
-    scores = conformity_scores(torch.tensor([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]]), torch.tensor([-1.0, 2.5]), spec)
-    torch.testing.assert_close(scores[:, 0], torch.tensor([1.0, -0.25]))
+
 
 
 def test_calibration_floors_collapsed_widths_so_that_no_interval_blows_up(monkeypatch):
@@ -240,3 +237,24 @@ def test_the_other_quantiles_train_at_a_higher_rate_and_point_models_are_unchang
     point = ForecastModule("patchtst", n_channels=1, lookback=32, horizon=2, model_kwargs=TINY_WINDOW, lr_schedule="constant")
     assert len(point.configure_optimizers().param_groups) == 1
     assert set(point.net.head.state_dict()) == {"weight", "bias"} <= set(q.net.head.state_dict())
+
+
+def test_calibration_keeps_widths_that_track_the_error_scale(monkeypatch):
+    # a head whose intervals are half as wide as they should be, but in proportion to each point's
+    # noise: the calibration widens them by one factor and keeps the proportion (no floor)
+    module = ForecastModule("patchtst", n_channels=1, lookback=32, horizon=2, quantiles=[0.1, 0.5, 0.9],
+                            model_kwargs=TINY_WINDOW)
+    g = torch.Generator().manual_seed(1)
+    n = 4000
+    sigma = torch.where(torch.arange(n) % 2 == 0, 0.2, 2.0)
+    y = sigma * torch.randn(n, generator=g)
+    pred = torch.stack([-0.64 * sigma, torch.zeros(n), 0.64 * sigma], dim=-1)
+    monkeypatch.setattr(module.task, "calibration_points", lambda m, b: (pred, y, torch.zeros(n, dtype=torch.long)))
+    module.calibrate([{}])
+    assert module.interval_floor[0, 0] < 0.1 * y.abs().mean() + 1e-6
+    out = module.task.finish_quantiles(module, pred[:, None, :], None)[:, 0]
+    width = out[:, 2] - out[:, 0]
+    torch.testing.assert_close(width[1] / width[0], torch.tensor(10.0), rtol=1e-4, atol=0)
+    for part in (slice(0, None, 2), slice(1, None, 2)):                     # each scale covered
+        covered = ((out[part, 0] <= y[part]) & (y[part] <= out[part, 2])).float().mean()
+        assert abs(covered.item() - 0.8) < 0.04

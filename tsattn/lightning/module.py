@@ -22,7 +22,6 @@ from ..models.patchtst import QuantileHead
 from ..models.registry import get_model_class
 from ..nn import ATTENTIONS, SINKS
 from ..tasks import task_of_model
-from ..tasks.base import conformity_scores
 from ..tasks.quantiles import QuantileSpec, quantiles_from
 
 LOSSES = ("mse", "mae", "huber", "pinball")
@@ -235,12 +234,13 @@ class ForecastModule(pl.LightningModule):
         both sides) that makes the interval hold a share ``level`` of the points: the
         ``ceil((n + 1) level) / n`` empirical quantile of the scores ``max(lo - y, y - hi) / width``
         (scaled conformalized quantile regression: a window or observation the model finds uncertain
-        keeps a wider interval than a calm one). The width is at least a floor, the column's mean
-        absolute error of the point forecast on these points: an interval the quantile head left
-        (nearly) collapsed is widened by a multiple of the typical error, not by a multiple of its own
-        width, which would blow up wherever that head is not collapsed. A column with fewer than
-        ``min_points`` points takes the shift and floor of all columns pooled. Sets
-        ``interval_shift`` and ``interval_floor`` [K, C]; returns ``interval_shift``."""
+        keeps a wider interval than a calm one). The width counts as at least a floor, a fraction
+        (0, 0.1, 0.3 or 1) of the column's mean absolute error of the point forecast on these points,
+        the one whose calibrated intervals score best there (the interval score): an interval the
+        quantile head left (nearly) collapsed is then widened by a multiple of the typical error, not
+        by a multiple of its own width, which would blow up wherever the head is not collapsed. A
+        column with fewer than ``min_points`` points takes the shift and floor of all columns pooled.
+        Sets ``interval_shift`` and ``interval_floor`` [K, C]; returns ``interval_shift``."""
         spec = self.quantile_spec
         if spec is None or not spec.pairs:
             raise ValueError("calibration needs a quantile model with at least one interval (quantiles=[0.1, 0.5, 0.9])")
@@ -261,18 +261,15 @@ class ForecastModule(pl.LightningModule):
         pred, target, column = torch.cat(preds), torch.cat(targets), torch.cat(columns)   # [N, Q], [N], [N]
         error = (pred[:, spec.median] - target).abs()
         n_columns = self.interval_shift.shape[1]
-        counts = torch.bincount(column, minlength=n_columns)
-        own = counts >= min_points
-        floor = torch.full((n_columns,), error.mean().item() if error.numel() else 0.0, dtype=torch.float64)
-        sums = torch.zeros(n_columns, dtype=torch.float64).index_add_(0, column, error)
-        floor[own] = sums[own] / counts[own]
-        floor = floor.expand(len(spec.pairs), -1)                                       # [K, C]
-        score = conformity_scores(pred, target, spec, floor[:, column])                 # [N, K]
+        own = torch.bincount(column, minlength=n_columns) >= min_points
         shift = torch.zeros_like(self.interval_shift, dtype=torch.float64)
-        for k, (level, _, _) in enumerate(spec.pairs):
-            pooled = _conformal_quantile(score[:, k], level / 100.0)
+        floor = torch.zeros_like(shift)
+        for k, (level, lo, hi) in enumerate(spec.pairs):
+            points = [pred[:, lo], pred[:, hi], target, error]
+            pooled = _calibrate_interval(*points, level / 100.0)
             for c in range(n_columns):
-                shift[k, c] = _conformal_quantile(score[column == c, k], level / 100.0) if own[c] else pooled
+                at = column == c
+                shift[k, c], floor[k, c] = _calibrate_interval(*(x[at] for x in points), level / 100.0) if own[c] else pooled
         self.interval_shift.copy_(shift.to(self.interval_shift.dtype))
         self.interval_floor.copy_(floor.to(self.interval_floor.dtype))
         self.calibrated.fill_(True)
@@ -347,6 +344,26 @@ class ForecastModule(pl.LightningModule):
             opt, max_lr=[group["lr"] for group in opt.param_groups], total_steps=int(total), pct_start=self.hparams.pct_start
         )
         return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
+
+
+FLOOR_FRACTIONS = (0.0, 0.1, 0.3, 1.0)
+
+
+def _calibrate_interval(lo: Tensor, hi: Tensor, y: Tensor, error: Tensor, level: float) -> tuple[Tensor, Tensor]:
+    """Scaled conformal calibration of one interval [lo, hi] over points ``y`` [n] (``error``: the point
+    forecast's absolute errors): for each width floor ``f * mean(error)`` (``FLOOR_FRACTIONS``), the
+    shift that makes the interval hold ``level`` of the points; returns the (shift, floor) whose
+    intervals have the lowest mean interval score ``width + 2 / a * distance outside`` (a = 1 - level)."""
+    best = None
+    for fraction in FLOOR_FRACTIONS:
+        floor = (error.mean() * fraction) if error.numel() else error.new_zeros(())
+        width = (hi - lo).clamp_min(1e-6).maximum(floor)
+        shift = _conformal_quantile(torch.maximum(lo - y, y - hi) / width, level)
+        low, high = lo - shift * width, hi + shift * width
+        score = ((high - low) + 2 / (1 - level) * ((low - y).clamp_min(0) + (y - high).clamp_min(0))).mean()
+        if best is None or score < best[0]:
+            best = (score, shift, floor)
+    return best[1], best[2]
 
 
 def _conformal_quantile(scores: Tensor, level: float) -> Tensor:

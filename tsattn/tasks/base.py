@@ -226,16 +226,6 @@ def interval_widths(pred: Tensor, spec: Any, floor: Optional[Tensor] = None) -> 
     return torch.stack(widths, dim=-1)
 
 
-def conformity_scores(pred: Tensor, target: Tensor, spec: Any, floor: Optional[Tensor] = None) -> Tensor:
-    """Scaled conformalized quantile regression's scores: for each interval ``(lo, hi)`` of ``spec`` and
-    each point, ``max(lo - y, y - hi) / width`` (negative inside the interval; ``width`` as
-    ``interval_widths`` with ``floor`` [K, N]): how far outside it the target lies, in units of the
-    interval's own width -> [N, K]; ``pred`` [N, Q], ``target`` [N]."""
-    widths = interval_widths(pred, spec, floor)
-    return torch.stack([torch.maximum(pred[:, lo] - target, target - pred[:, hi]) / widths[:, k]
-                        for k, (_, lo, hi) in enumerate(spec.pairs)], dim=1)
-
-
 def point_loss(kind: str, pred: Tensor, target: Tensor, huber_delta: float) -> Tensor:
     """Elementwise loss ``kind`` (``"mse"``, ``"mae"``, ``"huber"``) of ``pred`` against ``target``."""
     if kind == "mae":
