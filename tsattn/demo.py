@@ -4,8 +4,8 @@
 
 Trains the paper's PatchTST/42 (L = 336, H = 96) twice with the same seed and short schedule, once
 with softmax and once with continuous attention, each forecasting a point and an 80% interval (the
-10% and 90% quantiles, trained with the pinball loss beside the point's MSE, and calibrated on the
-validation split). Prints the test MSE / MAE (scaled data, every test window) and the share of test
+10% and 90% quantiles, trained with the pinball loss on the point forecast's features, which they
+leave as a point model trains them, and calibrated on the validation split). Prints the test MSE / MAE (scaled data, every test window) and the share of test
 values inside the 80% interval, and writes a plot of the last test window: the history, what was
 observed, both forecasts and the continuous model's interval. A short schedule does not reproduce the
 paper's numbers (100 epochs); ``benchmarks/run_protocol.py`` does.
