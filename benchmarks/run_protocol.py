@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import csv
 import json
 import os
 import pathlib
@@ -154,6 +155,22 @@ def add_run_plumbing(config: dict[str, Any], root: pathlib.Path, *, resumable: b
     return config
 
 
+def validation_curve(run_dir: pathlib.Path, metric: str = "val_mse") -> list[float]:
+    """The run's ``metric`` after each epoch, from its CSV logs (``logs/version_*/metrics.csv``; a
+    resumed run's later versions overwrite the epochs they repeat)."""
+    by_epoch: dict[int, float] = {}
+    versions = sorted((run_dir / "logs").glob("version_*"), key=lambda d: int(d.name.split("_")[-1]))
+    for version in versions:
+        path = version / "metrics.csv"
+        if not path.is_file():
+            continue
+        with open(path, newline="") as fh:
+            for row in csv.DictReader(fh):
+                if row.get(metric) and row.get("epoch"):
+                    by_epoch[int(float(row["epoch"]))] = float(row[metric])
+    return [by_epoch[e] for e in sorted(by_epoch)]
+
+
 def main(argv: Optional[Sequence[str]] = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", type=pathlib.Path)
@@ -226,6 +243,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict[str, Any]:
         **{k: float(v) for k, v in test.items()},
         "seconds_per_epoch_median": sorted(timer.seconds)[len(timer.seconds) // 2] if timer.seconds else None,
         "fit_seconds": fit_seconds, "resumed_at_epoch": resumed_at,
+        "val_mse_curve": validation_curve(args.runs_dir / name),
         "config": str(path.resolve().relative_to(ROOT)) if path.resolve().is_relative_to(ROOT) else str(path),
         "model_kwargs": hp.model_kwargs, "lr": hp.lr, "overrides": args.set, "command": " ".join(sys.argv if argv is None else ["run_protocol.py", *argv]),
         "commit": commit, "torch": torch.__version__, "threads": torch.get_num_threads(),

@@ -80,6 +80,10 @@ def test_resume_continues_an_interrupted_run_as_if_uninterrupted(run_protocol, c
     # tolerance only allows for a different summation order in a restored optimizer state)
     for key in ("best_val_mse", "test_mse", "test_mae"):
         assert resumed[key] == pytest.approx(whole[key], rel=1e-6), key
+    # the validation curve, one value per epoch, the resumed run's from both of its log versions
+    assert len(whole["val_mse_curve"]) == len(resumed["val_mse_curve"]) == 3
+    assert resumed["val_mse_curve"] == pytest.approx(whole["val_mse_curve"], rel=1e-6)
+    assert min(whole["val_mse_curve"]) == pytest.approx(whole["best_val_mse"], rel=1e-6)
     # a finished run started again with --resume runs nothing and appends nothing
     lines = out.read_text().splitlines()
     again = run_protocol.main([*common, "--epochs", "3", "--runs-dir", str(tmp_path / "b"), "--out", str(out)])

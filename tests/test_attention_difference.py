@@ -1,0 +1,33 @@
+"""benchmarks/attention_difference.py reads attention weights by one-hot values: each weighting's rows
+sum to one and, applied to the sink and values, give the layer's own output."""
+import pytest
+import torch
+
+from tsattn.nn.attention import MultiHeadAttention
+
+
+@pytest.mark.parametrize("kind", ["self", "cross"])
+def test_one_hot_values_give_the_weights_the_layer_uses(benchmark_script, kind):
+    module_ = benchmark_script("attention_difference")
+    torch.manual_seed(0)
+    attn = MultiHeadAttention(8, 2, attention="continuous", sink="learned", rope=True, backend="torch").double()
+    with torch.no_grad():
+        attn.sink.k0.normal_()
+        attn.sink.v0.normal_()
+    B, H, N, D = 3, 2, 5, 4
+    M = N if kind == "self" else 4
+    q, k, v = torch.randn(B, H, M, D).double(), torch.randn(B, H, N, D).double(), torch.randn(B, H, N, D).double()
+    times = torch.cumsum(torch.rand(B, N).double() + 0.1, dim=1)
+    positions = times if kind == "self" else times[:, -1:] + torch.rand(B, M).double()
+    lengths = torch.tensor([5, 3, 1])
+    probe = module_.Probe()
+    for attention in ("continuous", "softmax"):
+        w = probe.weights(attn, attention, q, k, v, positions, times, lengths)      # [B, H, M, N + 1]
+        torch.testing.assert_close(w.sum(-1), torch.ones(B, H, M, dtype=w.dtype))
+        attn.attention = attention
+        own = attn.attend(q, k, v, positions, times, lengths)
+        k0, v0 = attn.sink(k, v)
+        values = torch.cat([v0.expand(B, H, 1, D), v], dim=2)                     # [B, H, N + 1, D]
+        torch.testing.assert_close(w @ values, own)
+        assert (w[..., 4:][lengths < 4].abs() < 1e-12).all()                        # padded keys get nothing
+    assert attn.attention == "softmax" and "forward" not in vars(attn.sink)     # the layer left as it was
