@@ -9,7 +9,9 @@ weighting, with one-hot values, which turns each output row into that query's at
 [sink, key 1, ..., key L]. Reported per kind of call (the temporal self-attention within a variable's
 history, the decoder's cross-attention from forecast queries to that history): the mean total-variation
 distance ``0.5 * sum |w_continuous - w_softmax|`` over query rows and heads (0: the same weights, 1:
-disjoint), by the number of keys L a row reads, and the weight each puts on the sink. Rows with no
+disjoint), by the number of keys L a row reads, the same distance over the keys alone (each row's
+weights on the keys renormalised to one: where in the history each looks), and the weight each puts
+on the sink. Rows with no
 keys (variables never observed: both read the sink alone) and padded queries are left out. Appends one
 JSON line per model to ``--out``.
 """
@@ -45,6 +47,7 @@ class Probe:
     def __init__(self) -> None:
         self.tv = collections.defaultdict(float)      # (kind, bucket) -> summed distance
         self.rows = collections.defaultdict(int)
+        self.tv_keys = collections.defaultdict(float)  # (kind, bucket) -> the same over the keys alone
         self.sink = collections.defaultdict(float)    # (kind, attention) -> summed sink weight
         self.original = MultiHeadAttention.attend
 
@@ -89,6 +92,8 @@ class Probe:
             return                                                           # no shared sink to compare
         w = {a: self.weights(module, a, *args) for a in ("continuous", "softmax")}
         tv = 0.5 * (w["continuous"] - w["softmax"]).abs().sum(-1)             # [B, H, M]
+        keys_only = {a: x[..., 1:] / x[..., 1:].sum(-1, keepdim=True).clamp_min(1e-30) for a, x in w.items()}
+        tv_keys = 0.5 * (keys_only["continuous"] - keys_only["softmax"]).abs().sum(-1)
         if kind == "self":
             valid = torch.arange(M, device=q.device)[None, :] < lengths[:, None]          # [B, M]
         else:
@@ -99,6 +104,7 @@ class Probe:
             sel = valid & (L >= lo) & (L <= hi)                                          # [B, M]
             if sel.any():
                 self.tv[(kind, bucket_name(lo, hi))] += float(tv.permute(0, 2, 1)[sel].sum())
+                self.tv_keys[(kind, bucket_name(lo, hi))] += float(tv_keys.permute(0, 2, 1)[sel].sum())
                 self.rows[(kind, bucket_name(lo, hi))] += int(sel.sum()) * H
         for a in ("continuous", "softmax"):
             self.sink[(kind, a)] += float(w[a][..., 0].permute(0, 2, 1)[valid].sum())
@@ -121,16 +127,18 @@ def analyse(run: pathlib.Path, stays: int, threads: int) -> dict:
             seen += int(batch["y_var"].shape[0])
             if seen >= stays:
                 break
-    table = {f"{kind} L={b}": {"rows": probe.rows[(kind, b)], "tv": probe.tv[(kind, b)] / probe.rows[(kind, b)]}
+    table = {f"{kind} L={b}": {"rows": probe.rows[(kind, b)], "tv": probe.tv[(kind, b)] / probe.rows[(kind, b)],
+                               "tv_keys": probe.tv_keys[(kind, b)] / probe.rows[(kind, b)]}
              for kind in ("self", "cross") for b in (bucket_name(*x) for x in BUCKETS) if probe.rows[(kind, b)]}
     total = {kind: sum(probe.rows[(kind, bucket_name(*x))] for x in BUCKETS) for kind in ("self", "cross")}
     mean = {kind: sum(probe.tv[(kind, bucket_name(*x))] for x in BUCKETS) / max(total[kind], 1) for kind in total}
+    mean_keys = {kind: sum(probe.tv_keys[(kind, bucket_name(*x))] for x in BUCKETS) / max(total[kind], 1) for kind in total}
     heads = {m.n_heads for m in module.modules() if isinstance(m, MultiHeadAttention)}.pop()
     sink = {f"{kind} {a}": probe.sink[(kind, a)] / max(total[kind] / heads, 1)
             for kind in ("self", "cross") for a in ("continuous", "softmax")}
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     return {"run": str(run.relative_to(ROOT) if run.is_relative_to(ROOT) else run), "checkpoint": ckpt.name,
-            "trained_with": module.hparams.attention, "stays": seen, "mean_tv": mean, "by_keys": table,
+            "trained_with": module.hparams.attention, "stays": seen, "mean_tv": mean, "mean_tv_keys": mean_keys, "by_keys": table,
             "mean_sink_weight": sink, "seconds": time.perf_counter() - start, "commit": commit,
             "date": time.strftime("%Y-%m-%d %H:%M")}
 
