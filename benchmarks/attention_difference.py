@@ -133,8 +133,7 @@ def analyse(run: pathlib.Path, stays: int, threads: int) -> dict:
     total = {kind: sum(probe.rows[(kind, bucket_name(*x))] for x in BUCKETS) for kind in ("self", "cross")}
     mean = {kind: sum(probe.tv[(kind, bucket_name(*x))] for x in BUCKETS) / max(total[kind], 1) for kind in total}
     mean_keys = {kind: sum(probe.tv_keys[(kind, bucket_name(*x))] for x in BUCKETS) / max(total[kind], 1) for kind in total}
-    heads = {m.n_heads for m in module.modules() if isinstance(m, MultiHeadAttention)}.pop()
-    sink = {f"{kind} {a}": probe.sink[(kind, a)] / max(total[kind] / heads, 1)
+    sink = {f"{kind} {a}": probe.sink[(kind, a)] / max(total[kind], 1)                 # per row and head
             for kind in ("self", "cross") for a in ("continuous", "softmax")}
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     return {"run": str(run.relative_to(ROOT) if run.is_relative_to(ROOT) else run), "checkpoint": ckpt.name,

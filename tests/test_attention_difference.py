@@ -31,3 +31,22 @@ def test_one_hot_values_give_the_weights_the_layer_uses(benchmark_script, kind):
         torch.testing.assert_close(w @ values, own)
         assert (w[..., 4:][lengths < 4].abs() < 1e-12).all()                        # padded keys get nothing
     assert attn.attention == "softmax" and "forward" not in vars(attn.sink)     # the layer left as it was
+
+
+def test_the_probe_averages_over_rows_and_heads(benchmark_script):
+    module_ = benchmark_script("attention_difference")
+    torch.manual_seed(1)
+    attn = MultiHeadAttention(8, 4, attention="continuous", sink="learned", backend="torch").double()
+    B, H, N, D = 2, 4, 6, 2
+    q, k, v = (torch.randn(B, H, N, D).double() for _ in range(3))
+    times = torch.cumsum(torch.rand(B, N).double() + 0.1, dim=1)
+    lengths = torch.tensor([6, 4])
+    probe = module_.Probe()
+    probe.record(attn, q, k, v, times, times, lengths)
+    w = {a: probe.weights(attn, a, q, k, v, times, times, lengths) for a in ("continuous", "softmax")}
+    valid = torch.arange(N)[None, :] < lengths[:, None]                               # [B, M]
+    rows = sum(probe.rows[("self", b)] for b in ("4-7",))
+    assert rows == int(valid.sum()) * H
+    sink = w["softmax"][..., 0].permute(0, 2, 1)[valid].mean()                        # over rows and heads
+    assert abs(probe.sink[("self", "softmax")] / rows - float(sink)) < 1e-9
+    assert 0.0 <= probe.tv[("self", "4-7")] / rows <= 1.0
