@@ -258,3 +258,16 @@ def test_calibration_keeps_widths_that_track_the_error_scale(monkeypatch):
     for part in (slice(0, None, 2), slice(1, None, 2)):                     # each scale covered
         covered = ((out[part, 0] <= y[part]) & (y[part] <= out[part, 2])).float().mean()
         assert abs(covered.item() - 0.8) < 0.04
+
+
+def test_window_units_follow_the_axes_not_the_sizes():
+    # horizon = channels = quantiles = 3: a target [B, H, C] is not mistaken for quantiles [B, H, C, Q]
+    module = ForecastModule("patchtst", n_channels=3, lookback=32, horizon=3, quantiles=[0.1, 0.5, 0.9],
+                            model_kwargs=TINY_WINDOW)
+    module.y_scale.copy_(torch.tensor([1.0, 10.0, 100.0]))
+    module.y_mean.copy_(torch.tensor([0.0, 1.0, 2.0]))
+    batch = {"x": torch.zeros(2, 32, 3)}
+    target = module.task.to_original(module, torch.ones(2, 3, 3), batch)
+    torch.testing.assert_close(target, torch.tensor([1.0, 11.0, 102.0]).expand(2, 3, 3))
+    quantiles = module.task.to_original(module, torch.ones(2, 3, 3, 3), batch)
+    torch.testing.assert_close(quantiles, torch.tensor([1.0, 11.0, 102.0])[:, None].expand(2, 3, 3, 3))
