@@ -26,7 +26,7 @@ from torch import Tensor
 from torchmetrics import Metric
 
 __all__ = ["GroupedError", "PerVariableError", "PointError", "QuantileError", "backtest_metrics", "mase",
-           "per_variable_mean"]
+           "per_variable_mean", "pinball_loss"]
 
 
 def per_variable_mean(total: Tensor, count: Tensor) -> Tensor:
@@ -128,6 +128,14 @@ def mase(mae: Tensor, naive_scale: Tensor) -> Tensor:
     return (mae[keep] / naive_scale[keep]).mean() if bool(keep.any()) else mae.new_tensor(float("nan"))
 
 
+def pinball_loss(pred: Tensor, target: Tensor, quantiles: Sequence[float]) -> Tensor:
+    """The pinball (quantile) loss of ``pred`` [..., Q] against ``target`` [...]: ``max(q e, (q - 1) e)``
+    with ``e = target - pred``, per quantile -> [..., Q]."""
+    q = torch.as_tensor(quantiles, dtype=pred.dtype, device=pred.device)
+    err = target[..., None] - pred
+    return torch.maximum(q * err, (q - 1.0) * err)
+
+
 class QuantileError(Metric):
     """Pinball loss and interval coverage of quantile forecasts, in float64.
 
@@ -159,9 +167,7 @@ class QuantileError(Metric):
 
     def update(self, pred: Tensor, target: Tensor, group: Tensor) -> None:
         pred, target, group = pred.detach().to(torch.float64), target.to(torch.float64), group.long()
-        q = torch.as_tensor(self.quantiles, dtype=torch.float64, device=pred.device)
-        err = target[:, None] - pred                                              # [N, Q]
-        loss = torch.maximum(q * err, (q - 1.0) * err)
+        loss = pinball_loss(pred, target, self.quantiles)                          # [N, Q]
         if self.scale is not None:
             loss = loss * self.scale.to(loss.device)[group][:, None]
         self.pinball.index_add_(0, group, loss)

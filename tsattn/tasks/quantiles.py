@@ -22,8 +22,7 @@ import math
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-import torch
-from torch import Tensor
+from ..metrics import pinball_loss  # noqa: F401  (defined beside the metrics, which use it too)
 
 __all__ = ["QuantileSpec", "pinball_loss", "quantiles_from"]
 
@@ -111,11 +110,3 @@ def _numbers(name: str, values: Sequence[float]) -> list[float]:
         return [float(v) for v in values]
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be a non-empty list of numbers; got {values!r}") from None
-
-
-def pinball_loss(pred: Tensor, target: Tensor, quantiles: Sequence[float]) -> Tensor:
-    """The pinball (quantile) loss of ``pred`` [..., Q] against ``target`` [...]: ``max(q e, (q - 1) e)``
-    with ``e = target - pred``, per quantile -> [..., Q]."""
-    q = torch.as_tensor(quantiles, dtype=pred.dtype, device=pred.device)
-    err = target[..., None] - pred
-    return torch.maximum(q * err, (q - 1.0) * err)
