@@ -372,8 +372,7 @@ class CSVDataModule(ForecastDataModule):
         self._prepare()
         assert self._values is not None and self._ticks is not None
         rows = torch.as_tensor(np.asarray(ends, dtype=np.int64))[:, None] - self.lookback + torch.arange(self.lookback)
-        ticks = self._ticks[rows]                                                    # [K, L], as window_times
-        return {"x": self._values[rows], "t_x": ((ticks - ticks[:, :1]).to(torch.float64) / self._tick_unit).float()}
+        return {"x": self._values[rows], "t_x": window_times(self._ticks[rows], self._tick_unit)}
 
     def last_window(self, horizon: Optional[int] = None) -> dict[str, torch.Tensor]:
         """The final L rows of the whole (scaled) series, to forecast beyond the data.

@@ -103,9 +103,10 @@ class WindowDataset(Dataset):
 
 
 def window_times(ticks: torch.Tensor, time_unit: float = 1.0) -> torch.Tensor:
-    """float32 [n]: ``(ticks - ticks[0]) / time_unit`` for ``ticks`` [n] (int64 or float64); the
-    difference is taken in the input dtype (exact for int64), the division in float64."""
-    return ((ticks - ticks[0]).to(torch.float64) / time_unit).to(torch.float32)
+    """float32 [..., n]: ``(ticks - ticks[..., 0]) / time_unit`` for ``ticks`` [..., n] (int64 or
+    float64; one window or a batch of them); the difference is taken in the input dtype (exact for
+    int64), the division in float64."""
+    return ((ticks - ticks[..., :1]).to(torch.float64) / time_unit).to(torch.float32)
 
 
 class EpochShuffleSampler(torch.utils.data.RandomSampler):
