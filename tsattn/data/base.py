@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Optional, Union
 
 import lightning.pytorch as pl
+import numpy as np
 import pandas as pd
 from torch.utils.data import DataLoader, Dataset
 
@@ -178,10 +179,10 @@ class ForecastDataModule(pl.LightningDataModule):
     # -- MASE's in-sample naive forecast ----------------------------------------------------------------
     season: int = 1  # its seasonal period in rows (a subclass's: from the data's frequency)
 
-    def naive_scale(self) -> Any:
+    def naive_scale(self) -> np.ndarray:
         """float64 [outputs]: per output column, the in-sample naive forecast's mean absolute error over
         the train split, in units (MASE's denominator); empty where a data module does not say."""
-        return pd.Series(dtype="float64").to_numpy()
+        return np.empty(0, dtype=np.float64)
 
     # -- datasets and loaders ---------------------------------------------------------------------------
     _datasets: Optional[dict[str, Dataset]] = None  # what setup() builds, one dataset per split
