@@ -19,7 +19,7 @@ import pandas as pd
 from ..errors import DataError
 from ..validation import check_positive_int, check_span
 from .dataset import ForecastSampleDataset
-from .samples import ForecastSamples
+from .samples import ForecastSamples, rows_before
 from .requests import as_shown, in_time_units, parse_times
 
 __all__ = ["backtest_frame", "backtest_samples", "in_sample_windows"]
@@ -70,17 +70,13 @@ def backtest_samples(dm: Any, n_windows: int = 1, step: Optional[float] = None, 
     window = given if given is not None else (dm.target_span if cutoffs is not None else model_span)
     t0 = _cutoff_times(dm, n_windows, step, given if given is not None else model_span, cutoffs)   # [K, S]
     obs = dm.observations
-    S, index, time = len(obs), obs.series_index, obs.time
     parts = []
     for row in t0:
         valid = np.isfinite(row)
-        bound = np.where(valid, row, np.inf)
-        first = obs.offsets[:-1]
-        mid = first + np.bincount(index[time < bound[index]], minlength=S)
-        start = first.copy() if dm.lookback is None else first + np.bincount(
-            index[time < bound[index] - float(dm.lookback)], minlength=S)
-        stop = obs.offsets[1:].copy() if window is None else first + np.bincount(
-            index[time < bound[index] + window], minlength=S)
+        bound = np.where(valid, row, np.inf)                                          # [S]
+        mid = rows_before(obs, bound)
+        start = obs.offsets[:-1] if dm.lookback is None else rows_before(obs, bound - float(dm.lookback))
+        stop = obs.offsets[1:] if window is None else rows_before(obs, bound + window)
         keep = np.flatnonzero(valid & (mid > start) & (stop > mid))
         parts.append(ForecastSamples(keep.astype(np.int64), row[keep], start[keep], mid[keep], stop[keep]))
     samples = ForecastSamples.concatenate(parts)
@@ -90,7 +86,7 @@ def backtest_samples(dm: Any, n_windows: int = 1, step: Optional[float] = None, 
             "and observations after it; pass fewer windows (n_windows), a smaller step, later cutoffs, or longer data"
         )
     scaled = dm.scaler.transform(obs.value, obs.variable).astype(np.float32)
-    return ForecastSampleDataset(time, obs.variable.astype(np.int64), scaled, samples), window
+    return ForecastSampleDataset(obs.time, obs.variable.astype(np.int64), scaled, samples), window
 
 
 def backtest_frame(dm: Any, dataset: ForecastSampleDataset, forecasts: list[np.ndarray],

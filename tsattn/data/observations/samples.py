@@ -47,6 +47,7 @@ __all__ = [
     "fixed_origin_samples",
     "rolling_origin_samples",
     "naive_errors",
+    "rows_before",
     "split_samples",
     "split_series",
     "time_borders",
@@ -122,7 +123,7 @@ def _check_window(name: str, value: Optional[float], required: bool) -> Optional
     return float(value)
 
 
-def _rows_before(observations: ObservationSet, bound) -> np.ndarray:
+def rows_before(observations: ObservationSet, bound) -> np.ndarray:
     """int64 [S]: per series, the first row with time >= bound (a number, or one per series [S])."""
     bound = bound if np.isscalar(bound) else np.asarray(bound)[observations.series_index]
     counts = np.bincount(observations.series_index[observations.time < bound], minlength=len(observations))
@@ -159,9 +160,9 @@ def fixed_origin_samples(
     series = np.arange(len(observations), dtype=np.int64)
     parts = []
     for t0 in values:
-        start = observations.offsets[:-1] if lookback is None else _rows_before(observations, t0 - lookback)
-        mid = _rows_before(observations, t0)
-        stop = observations.offsets[1:] if horizon is None else _rows_before(observations, t0 + horizon)
+        start = observations.offsets[:-1] if lookback is None else rows_before(observations, t0 - lookback)
+        mid = rows_before(observations, t0)
+        stop = observations.offsets[1:] if horizon is None else rows_before(observations, t0 + horizon)
         empty = mid == start
         if empty.any():
             k = np.flatnonzero(empty)
