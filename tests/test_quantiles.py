@@ -266,7 +266,7 @@ def test_window_units_follow_the_axes_not_the_sizes():
                             model_kwargs=TINY_WINDOW)
     module.y_scale.copy_(torch.tensor([1.0, 10.0, 100.0]))
     module.y_mean.copy_(torch.tensor([0.0, 1.0, 2.0]))
-    batch = {"x": torch.zeros(2, 32, 3)}
+    batch = None                                                              # as module.to_original(pred) passes it
     target = module.task.to_original(module, torch.ones(2, 3, 3), batch)
     torch.testing.assert_close(target, torch.tensor([1.0, 11.0, 102.0]).expand(2, 3, 3))
     quantiles = module.task.to_original(module, torch.ones(2, 3, 3, 3), batch)

@@ -201,8 +201,9 @@ class ForecastModule(pl.LightningModule):
         return self.task.forward(self, batch)
 
     def to_original(self, pred: Tensor, batch: Optional[dict[str, Tensor]] = None) -> Tensor:
-        """Scaled forecasts of ``batch``'s targets -> original units (window task: [..., C_out], no
-        batch needed; observation task: the batch's queries say each value's variable)."""
+        """Scaled forecasts of ``batch``'s targets -> original units (window task: [B, H, C_out], a
+        quantile model's [B, H, C_out, Q], no batch needed; observation task: the batch's queries say
+        each value's variable)."""
         return self.task.to_original(self, pred, batch)
 
     @torch.no_grad()

@@ -151,7 +151,7 @@ class ObservationTask(Task):
             metrics["quantiles_orig"].update(pred[mask].double() * scale[mask][:, None] + mean[mask][:, None],
                                              (target.double() * scale + mean)[mask], var[mask])
 
-    def to_original(self, module: "ForecastModule", pred: Tensor, batch: dict[str, Tensor]) -> Tensor:
+    def to_original(self, module: "ForecastModule", pred: Tensor, batch: Optional[dict[str, Tensor]]) -> Tensor:
         """Scaled forecasts [B, Ny] (or [B, Ny, Q]) -> original units (each query's variable's
         statistics); 0 at padding."""
         var, mask = batch["y_var"], batch["y_mask"]

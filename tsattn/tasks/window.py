@@ -126,11 +126,11 @@ class WindowTask(Task):
             metrics["quantiles_orig"].update(self.to_original(module, pred.double(), batch).reshape(-1, len(spec)),
                                              self.to_original(module, y.double(), batch).reshape(-1), channel)
 
-    def to_original(self, module: "ForecastModule", pred: Tensor, batch: dict[str, Tensor]) -> Tensor:
-        """[B, H, C_out] (or quantiles [B, H, C_out, Q]: one axis more than the batch's ``x``) scaled ->
-        original units (the output channels' statistics, in ``pred``'s dtype)."""
+    def to_original(self, module: "ForecastModule", pred: Tensor, batch: Optional[dict[str, Tensor]]) -> Tensor:
+        """[B, H, C_out] (or a quantile model's [B, H, C_out, Q]: one axis more) scaled -> original units
+        (the output channels' statistics, in ``pred``'s dtype)."""
         scale, mean = module.y_scale.to(pred.dtype), module.y_mean.to(pred.dtype)
-        if pred.dim() == batch["x"].dim() + 1:
+        if module.quantile_spec is not None and pred.dim() == 4:
             scale, mean = scale[:, None], mean[:, None]
         return pred * scale + mean
 
