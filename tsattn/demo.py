@@ -5,10 +5,11 @@
 Trains the paper's PatchTST/42 (L = 336, H = 96) twice with the same seed and short schedule, once
 with softmax and once with continuous attention, each forecasting a point and an 80% interval (the
 10% and 90% quantiles, trained with the pinball loss on the point forecast's features, which they
-leave as a point model trains them, and calibrated on the validation split). Prints the test MSE / MAE (scaled data, every test window) and the share of test
-values inside the 80% interval, and writes a plot of the last test window: the history, what was
-observed, both forecasts and the continuous model's interval. A short schedule does not reproduce the
-paper's numbers (100 epochs); ``benchmarks/run_protocol.py`` does.
+leave as a point model trains them, and calibrated on the validation split). Prints the test MSE /
+MAE (scaled data, every test window) and the share of test values inside the 80% interval, and
+writes a plot of the last test window: the history, what was observed, both forecasts and the
+continuous model's interval. A short schedule does not reproduce the paper's numbers (100 epochs);
+``benchmarks/run_protocol.py`` does.
 """
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ def forecast_figure(forecasters: dict, channel: str = "OT", history_rows: int = 
     from .plotting import plot_forecast
 
     (name, first), *others = forecasters.items()
-    dm = first.datamodule if first.datamodule is not None else first._datamodule(None)  # fitted, or loaded
+    dm = first._datamodule(None)  # the fit's data module, or for a loaded model its data read again
     frame = first.backtest(n_windows=1)
     frame = frame[frame["variable"] == channel]
     table = dm.table
