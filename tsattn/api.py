@@ -300,9 +300,7 @@ class Forecaster:
             data: evaluate on other data, read with the fit's options, sampled and split the fit's
                 way and scaled with the fit's scaler (default: the fit's data).
             accelerator: where to run (default: the accelerator the fit ran on; ``"auto"`` after ``load``).
-        Returns:
-            ``{"mse", "mae", "mse_orig", "mae_orig"}`` as floats.
-        """
+        Returns: ``{"mse", "mae", "mse_orig", "mae_orig", ...}`` as floats."""
         module = self._require_fit()
         check_choice("split", split, SPLITS)
         dm = self._datamodule(data)
@@ -342,7 +340,8 @@ class Forecaster:
         return self.task.forecast(module, self._datamodule(data), at=at, origin=origin)
 
     def backtest(self, data: Optional[DataLike] = None, *, n_windows: int = 1, step: Optional[Any] = None,
-                 horizon: Optional[Any] = None, cutoffs: Optional[Any] = None) -> pd.DataFrame:
+                 horizon: Optional[Any] = None, cutoffs: Optional[Any] = None,
+                 recalibrate: Optional[int] = None) -> pd.DataFrame:
         """How the fitted model would have forecast ``data`` (default: the fit's) from past origins: one
         tidy frame of every window's forecasts beside what was observed, in units, in batches of
         windows. Nothing at or after a window's cutoff is read for it; a window of the data the model
@@ -355,10 +354,11 @@ class Forecaster:
         apart (default ``horizon``), the last ``horizon`` before the series' end; or ``cutoffs=[t0,
         ...]`` for every series; every observation in ``[cutoff, cutoff + horizon)`` a target; columns
         id, ``cutoff``, time, variable, ``lead`` (time after the cutoff), ``forecast``, ``observed``.
-        A quantile model adds ``forecast-lo-80`` ...; ``tsattn.metrics.backtest_metrics(frame, by="cutoff")``
-        gives ``evaluate``'s metrics from it. Reference forecasts (``Forecaster("naive")``) backtest too."""
-        return self.task.backtest(self._require_fit(), self._datamodule(data), n_windows=n_windows, step=step,
-                                  horizon=horizon, cutoffs=cutoffs, fit_data=data is None)
+        A quantile model adds ``forecast-lo-80`` ...; ``recalibrate=N``: each window's intervals conformally
+        recalibrated on the N windows of its series observed before its cutoff (``tsattn.intervals``).
+        ``tsattn.metrics.backtest_metrics(frame, by="cutoff")`` gives ``evaluate``'s metrics from it."""
+        return self.task.run_backtest(self._require_fit(), self._datamodule(data), recalibrate=recalibrate,
+                                      n_windows=n_windows, step=step, horizon=horizon, cutoffs=cutoffs, fit_data=data is None)
 
     # -- persistence -----------------------------------------------------------------------------
     def save(self, path: Union[str, os.PathLike]) -> Path:

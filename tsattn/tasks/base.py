@@ -27,6 +27,8 @@ from torch import Tensor, nn
 
 from ..data.base import ForecastDataModule
 from ..data.errors import DataError
+from ..data.validation import check_positive_int
+from ..intervals import rolling_calibration
 from ..metrics import mase
 from .quantiles import QuantileSpec, pinball_loss
 
@@ -199,6 +201,47 @@ class Task:
         """A rolling-origin backtest as a tidy frame (see ``Forecaster.backtest``); ``fit_data``: ``dm``
         holds the data the model was fit on (windows the model was fit on are then warned of)."""
         raise NotImplementedError
+
+    default_backtest_step: ClassVar[Optional[int]] = None      # None: one horizon (the observation task's)
+
+    def run_backtest(self, module: "ForecastModule", dm: ForecastDataModule, *, recalibrate: Optional[int],
+                     n_windows: int, step: Optional[Any] = None, horizon: Optional[Any] = None,
+                     cutoffs: Optional[Any] = None, fit_data: bool = False) -> pd.DataFrame:
+        """``backtest``, with (``recalibrate`` not None) each window's intervals recalibrated on the
+        ``recalibrate`` windows before it (``tsattn.intervals.rolling_calibration``). Rolling windows
+        (no ``cutoffs``) are then backtested with that many windows more, plus one horizon's worth
+        (which end after the first returned window's cutoff and so cannot calibrate it), and only the
+        last ``n_windows`` (per series) are returned."""
+        if recalibrate is None:
+            return self.backtest(module, dm, n_windows=n_windows, step=step, horizon=horizon, cutoffs=cutoffs,
+                                 fit_data=fit_data)
+        if module.quantile_spec is None or not module.quantile_spec.pairs:
+            raise ValueError("recalibrate= recalibrates intervals: backtest a quantile model (quantiles=[0.1, 0.5, "
+                             "0.9] or levels=[80])")
+        if isinstance(recalibrate, bool) or not isinstance(recalibrate, (int, np.integer)) or recalibrate < 1:
+            raise ValueError(f"recalibrate={recalibrate!r}: give the number of earlier windows to calibrate each "
+                             "window on, e.g. 720 (a month of hourly cutoffs)")
+        extra = 0
+        if cutoffs is None:
+            n_windows = check_positive_int("n_windows", n_windows)
+            h = self.check_span("horizon", horizon) if horizon is not None else dm.horizon
+            if h is None:
+                raise DataError("recalibrate= needs windows with an end: pass horizon=<time units>")
+            s = self.check_span("step", step) if step is not None else (self.default_backtest_step or h)
+            extra = int(recalibrate) + int(np.floor(float(h) / float(s) + 1e-9)) + 1
+        try:
+            frame = self.backtest(module, dm, n_windows=n_windows + extra, step=step, horizon=horizon,
+                                  cutoffs=cutoffs, fit_data=fit_data)
+        except DataError as err:
+            raise DataError(f"{err} (recalibrate={recalibrate} backtests {extra} earlier windows too, to calibrate "
+                            "the first ones on: pass a smaller recalibrate or fewer n_windows)") from err
+        frame = rolling_calibration(frame, int(recalibrate))
+        if extra:
+            by = frame.attrs.get("id_column")
+            rank = (frame.groupby(by, sort=False)["cutoff"] if by else frame["cutoff"]).rank(method="dense",
+                                                                                               ascending=False)
+            frame = frame[(rank <= n_windows).to_numpy()].reset_index(drop=True)
+        return frame
 
     def forecast(self, module: "ForecastModule", dm: ForecastDataModule, *, at: Optional[Any] = None,
                  origin: Optional[Any] = None) -> pd.DataFrame:

@@ -190,6 +190,8 @@ class ObservationTask(Task):
             pred = module.forecast(dataset.batch(chunk)).double().cpu().numpy()         # [b, Ny (, Q)], units
             forecasts += [pred[b, :counts[i]] for b, i in enumerate(chunk)]
         frame = backtest_frame(dm, dataset, forecasts, module.quantile_spec)
-        frame.attrs.update(per_variable=True, variable_column=dm.table_columns()["variable"] or "variable",
+        columns = dm.table_columns()
+        frame.attrs.update(per_variable=True, variable_column=columns["variable"] or "variable",
+                           time_column=columns["time"], id_column=columns["id"] or "id",
                            naive_scale=self.naive_scale(module, dm, list(dm.variables)))  # for backtest_metrics
         return frame

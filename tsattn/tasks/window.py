@@ -49,6 +49,7 @@ class WindowModel(Protocol):
 class WindowTask(Task):
     name = "window"
     datamodule_class = CSVDataModule
+    default_backtest_step = 1
 
     def check_span(self, name: str, value: Any) -> int:
         return check_positive_int(name, _DEFAULT_SPANS[name] if value is None else value)
@@ -180,6 +181,6 @@ class WindowTask(Task):
                 for first in range(0, len(windows), dm.batch_size)]
         forecasts = torch.cat(outs)[:, :windows.horizon].double().cpu().numpy()      # [K, h, C_out (, Q)], units
         frame = backtest_frame(windows, forecasts, list(dm.target_names), dm.time_column_name, module.quantile_spec)
-        frame.attrs.update(per_variable=False, variable_column="variable",  # for tsattn.metrics.backtest_metrics
+        frame.attrs.update(per_variable=False, variable_column="variable", time_column=dm.time_column_name,
                            naive_scale=self.naive_scale(module, dm, list(dm.target_names)))
         return frame
