@@ -49,7 +49,8 @@ class ForecastCLI(LightningCLI):
     def add_arguments_to_parser(self, parser) -> None:
         parser.set_defaults({"data": {"class_path": DEFAULT_DATA_CLASS}})
         for source, target in (("lookback", "lookback"), ("horizon", "horizon"),
-                               ("n_channels_in", "n_channels"), ("target_index", "target_index")):
+                               ("n_channels_in", "n_channels"), ("target_index", "target_index"),
+                               ("n_static", "n_static")):
             parser.link_arguments("data", f"model.{target}", compute_fn=_attribute(source), apply_on="instantiate")
 
     def before_instantiate_classes(self) -> None:

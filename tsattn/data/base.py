@@ -178,6 +178,7 @@ class ForecastDataModule(pl.LightningDataModule):
 
     # -- MASE's in-sample naive forecast ----------------------------------------------------------------
     season: int = 1  # its seasonal period in rows (a subclass's: from the data's frequency)
+    n_static: int = 0  # static covariates per series the model reads (the observation task's may have some)
 
     def naive_scale(self) -> np.ndarray:
         """float64 [outputs]: per output column, the in-sample naive forecast's mean absolute error over

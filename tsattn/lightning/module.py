@@ -103,6 +103,7 @@ class ForecastModule(pl.LightningModule):
         compile: bool = False,
         seed: Optional[int] = None,
         quantiles: Optional[list[float]] = None,
+        n_static: int = 0,
     ) -> None:
         super().__init__()
         quantiles = quantiles_from(quantiles, None)

@@ -69,8 +69,9 @@ class VariableMean(nn.Module):
         self.fit_means(variable_means(loader, self.n_variables))
 
     def forward(self, x_time: Tensor, x_var: Tensor, x_value: Tensor, x_mask: Tensor, y_time: Tensor,
-                y_var: Tensor, y_mask: Optional[Tensor] = None) -> Tensor:
-        """As ``IrregularTransformer.forward``: [B, Ny] forecasts, 0 at padded queries."""
+                y_var: Tensor, y_mask: Optional[Tensor] = None, static: Optional[Tensor] = None) -> Tensor:
+        """As ``IrregularTransformer.forward``: [B, Ny] forecasts, 0 at padded queries (static
+        covariates ignored)."""
         out = self.mean[y_var.long()].to(y_time.dtype)
         return out if y_mask is None else torch.where(y_mask, out, 0.0)
 
@@ -84,7 +85,7 @@ class LastObservation(VariableMean):
     """
 
     def forward(self, x_time: Tensor, x_var: Tensor, x_value: Tensor, x_mask: Tensor, y_time: Tensor,
-                y_var: Tensor, y_mask: Optional[Tensor] = None) -> Tensor:
+                y_var: Tensor, y_mask: Optional[Tensor] = None, static: Optional[Tensor] = None) -> Tensor:
         B, V = x_time.shape[0], self.n_variables
         key = x_var.long()
         times = torch.where(x_mask, x_time.double(), -torch.inf)                     # [B, Nx]

@@ -214,6 +214,9 @@ class IrregularTransformer(nn.Module):
             from the last value, all starting at it).
         median_index: which of the Q outputs is the point forecast (the median; default Q // 2):
             the others learn from the features detached (``QuantileHead``).
+        n_static: K static covariates per series (``forward``'s ``static`` [B, 2K]: scaled values and
+            known flags): a linear embedding added to every variable's state before the variable
+            blocks, so that every history and query of the series reads it. 0: none (no weights).
     """
 
     def __init__(
@@ -237,9 +240,12 @@ class IrregularTransformer(nn.Module):
         residual: bool = False,
         n_quantiles: Optional[int] = None,
         median_index: Optional[int] = None,
+        n_static: int = 0,
     ) -> None:
         super().__init__()
         check_quantile_count(n_quantiles)
+        if isinstance(n_static, bool) or not isinstance(n_static, int) or n_static < 0:
+            raise ValueError(f"`n_static` must be an int >= 0, got {n_static!r}")
         if n_variables < 1:
             raise ValueError(f"`n_variables` must be >= 1, got {n_variables}")
         if not (time_scale > 0 and math.isfinite(time_scale)):
@@ -278,6 +284,8 @@ class IrregularTransformer(nn.Module):
         if residual:
             for param in self.head.parameters():
                 nn.init.zeros_(param)
+        self.n_static = n_static       # created last: a model without statics draws the same weights as before
+        self.static_embedding = nn.Linear(2 * n_static, d_model) if n_static else None
 
     def forward(
         self,
@@ -288,6 +296,7 @@ class IrregularTransformer(nn.Module):
         y_time: Tensor,
         y_var: Tensor,
         y_mask: Optional[Tensor] = None,
+        static: Optional[Tensor] = None,
     ) -> Tensor:
         """Forecast the value of every query.
 
@@ -297,6 +306,8 @@ class IrregularTransformer(nn.Module):
                 True for a real observation (padding is ignored).
             y_time: [B, Ny] query times relative to the origin; y_var: [B, Ny] their variable ids.
             y_mask: [B, Ny] bool, True for a real query (None = all).
+            static: [B, 2 * n_static] the series' static covariates (scaled values, known flags);
+                required when the model has them.
 
         Returns:
             [B, Ny] forecasts (scaled units); 0 at padded queries.
@@ -327,6 +338,11 @@ class IrregularTransformer(nn.Module):
         lengths = [counts[rows] for rows in buckets.rows]                                         # [R_b]
         observed = (counts > 0).view(B, V, 1)
         state = self.variable_embedding.weight.expand(B, V, d) + torch.where(observed, 0.0, self.not_observed)
+        if self.static_embedding is not None:
+            if static is None or static.shape != (B, 2 * self.n_static):
+                raise ValueError(f"this model reads {self.n_static} static covariates: pass static [B, "
+                                 f"{2 * self.n_static}] (got {None if static is None else tuple(static.shape)})")
+            state = state + self.static_embedding(static.to(dtype))[:, None, :]
 
         for temporal, summary_in, mix, summary_out in zip(self.temporal, self.summary_in, self.variable_mix,
                                                           self.summary_out):

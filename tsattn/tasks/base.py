@@ -80,7 +80,7 @@ class Task:
     def module_facts(self, dm: ForecastDataModule) -> dict[str, Any]:
         """What ``ForecastModule`` is built from: ``n_channels``, ``lookback``, ``horizon``, ``target_index``."""
         return {"n_channels": dm.n_channels_in, "lookback": dm.lookback, "horizon": dm.horizon,
-                "target_index": dm.target_index}
+                "target_index": dm.target_index, "n_static": dm.n_static}
 
     def on_fit_setup(self, module: "ForecastModule", dm: ForecastDataModule) -> None:
         """Called when a fit sets up (warnings about the data and model together)."""
@@ -93,10 +93,16 @@ class Task:
         raise NotImplementedError
 
     def model_kwargs(self, cls: type[nn.Module], hparams: Any) -> dict[str, Any]:
-        """The model's keyword arguments: ``model_kwargs``, and ``n_quantiles`` (and ``median_index``
+        """The model's keyword arguments: ``model_kwargs``, ``n_static`` (static covariates), and ``n_quantiles`` (and ``median_index``
         where the model takes it) for a quantile model (a model without a quantile head is an error
         naming it)."""
         kwargs = dict(hparams.model_kwargs or {})
+        if hparams.get("n_static"):
+            params = inspect.signature(cls).parameters
+            if "n_static" not in params and not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+                raise ValueError(f"the model {hparams.model!r} reads no static covariates: fit it without "
+                                 "static_columns / static_variables")
+            kwargs["n_static"] = int(hparams.n_static)
         if hparams.get("quantiles"):
             if "n_quantiles" not in inspect.signature(cls).parameters:
                 raise ValueError(f"the model {hparams.model!r} gives point forecasts only: leave quantiles / levels None")

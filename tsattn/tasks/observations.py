@@ -105,12 +105,12 @@ class ObservationTask(Task):
     def forward(self, module: "ForecastModule", batch: dict[str, Tensor]) -> Tensor:
         """[B, Ny] (quantile models: [B, Ny, Q], sorted, calibrated), scaled units, 0 at padding."""
         with self.context():
-            pred = module.net(*(batch[key] for key in INPUTS))
+            pred = module.net(*(batch[key] for key in INPUTS), **_static(batch))
         return self.finish_quantiles(module, pred, batch["y_var"])
 
     def training_loss(self, module: "ForecastModule", batch: dict[str, Tensor]) -> Tensor:
         with self.context():                       # the raw outputs: each quantile's loss reaches only itself
-            pred = module.net(*(batch[key] for key in INPUTS))
+            pred = module.net(*(batch[key] for key in INPUTS), **_static(batch))
         mask, target = batch["y_mask"], batch["y_value"]
         spec = module.quantile_spec
         if spec is not None:
@@ -195,3 +195,8 @@ class ObservationTask(Task):
                            time_column=columns["time"], id_column=columns["id"] or "id",
                            naive_scale=self.naive_scale(module, dm, list(dm.variables)))  # for backtest_metrics
         return frame
+
+
+def _static(batch: dict[str, Tensor]) -> dict[str, Tensor]:
+    """The batch's static covariates as the model's keyword (none: no keyword, as models without them take)."""
+    return {"static": batch["static"]} if "static" in batch else {}

@@ -29,6 +29,7 @@ import pandas as pd
 from pandas.api import types as ptypes
 
 from ..errors import DataError, warn_data
+from ..observations.static import static_from_table
 from ..observations.observation_set import (
     OBSERVATION_DUPLICATE_POLICIES,
     ObservationSet,
@@ -354,6 +355,7 @@ def read_observations(
     thousands: Optional[str] = None,
     sep: str = ",",
     decimal: str = ".",
+    static_columns: Optional[Sequence[str]] = None,
 ) -> ObservationSet:
     """Read irregular multivariate series from a CSV path or a DataFrame (not modified).
 
@@ -378,6 +380,7 @@ def read_observations(
             benchmark's rule), ``"first"``, ``"last"`` (in input order) or ``"error"``.
         sort: accept (and sort) rows whose times go back within a series; by default an error.
         time_format, na_values, dayfirst, thousands, sep, decimal: as for ``read_series``.
+        static_columns: columns of static covariates (a number per series, never variables): ``static``.
 
     Returns an ``ObservationSet`` whose ``read_counts`` say how many rows were read, observations
     kept, duplicates merged and empty cells skipped; raises ``DataError`` naming the problem and the
@@ -389,10 +392,11 @@ def read_observations(
     unit = check_time_unit(time_unit)
     na_values = normalize_na_values(na_values) or []
     frame, source, row_label = _load_frame(data, na_values, sep, decimal, id_column)
-    names = [str(c) for c in frame.columns]
-    codes, ids = _ids(frame, id_column, names, row_label)
+    codes, ids = _ids(frame, id_column, [str(c) for c in frame.columns], row_label)
     time_name = detect_time_column(frame, time_column)
     roles = _roles(id_column, time_name, variable_column, value_column)
+    static, static_names = static_from_table(frame, codes, ids, static_columns, roles, row_label)
+    roles = roles + list(static_names)
 
     def id_hint(order_key: np.ndarray) -> Optional[str]:
         return _likely_id_column(frame, roles, lambda group: _in_time_order_within(group, order_key))
@@ -404,14 +408,12 @@ def read_observations(
         frame, (variable_column, value_column) if long_layout else None, roles, columns, source, _numeric_markers(na_values),
         row_label, thousands, decimal, counts)
     offsets, time, variable, value, merged = assemble_observations(
-        codes[obs_row], times[obs_row], obs_var, obs_value, len(ids), duplicates,
-        describe=lambda i: row_label(int(obs_row[i])),
-    )
+        codes[obs_row], times[obs_row], obs_var, obs_value, len(ids), duplicates, describe=lambda i: row_label(int(obs_row[i])))
     if merged and id_column is None:
         _warn_merged_series(frame, roles, obs_row, times[obs_row], obs_var, merged, duplicates, source)
-    counts["duplicates_merged"] = merged
-    counts["observations"] = len(value)
+    counts.update(duplicates_merged=merged, observations=len(value))
     return ObservationSet(
         series_ids=ids, offsets=offsets, time=time, variable=variable, value=value, variables=tuple(variables),
         time_unit=None if origins is None else unit, origins=origins, source=source, read_counts=counts,
+        static=static, static_names=static_names,
     )

@@ -86,7 +86,7 @@ def backtest_samples(dm: Any, n_windows: int = 1, step: Optional[float] = None, 
             "and observations after it; pass fewer windows (n_windows), a smaller step, later cutoffs, or longer data"
         )
     scaled = dm.scaler.transform(obs.value, obs.variable).astype(np.float32)
-    return ForecastSampleDataset(obs.time, obs.variable.astype(np.int64), scaled, samples), window
+    return ForecastSampleDataset(obs.time, obs.variable.astype(np.int64), scaled, samples, dm.static_inputs()), window
 
 
 def backtest_frame(dm: Any, dataset: ForecastSampleDataset, forecasts: list[np.ndarray],

@@ -23,7 +23,6 @@ from typing import Any, Mapping, Optional, Sequence, Union
 import numpy as np
 import pandas as pd
 
-from .. import registry
 from ..base import ForecastDataModule
 from ..errors import DataError
 from ..io.observation_table import read_observations
@@ -33,7 +32,9 @@ from ..scaling import SCALER_KINDS, Scaler, fit_observation_scaler
 from ..validation import SPLITS, check_choice, check_optional_choice, check_positive_int, check_time_unit
 from .dataset import ForecastSampleDataset, collate_forecast_samples
 from .inference import ObservationQueries
+from .record import ObservationRecord
 from .observation_set import OBSERVATION_DUPLICATE_POLICIES, ObservationSet
+from .static import StaticScaler, check_static_columns, variables_as_static
 from .samples import (
     ForecastSamples,
     check_fractions,
@@ -50,14 +51,13 @@ SCALE_FROM = ("train", "seen")
 SUBSAMPLE_UNITS = ("time", "observation")
 _DEFAULT_FRACTIONS = {"series": (0.6, 0.2, 0.2), "time": (0.7, 0.1, 0.2)}
 _TABLE_COLUMNS = ("id_column", "variable_column", "value_column")
-_ONLY_FOR_THE_FIT_SOURCE = ("max_series", "subsample", "subsample_by", "subsample_seed")
 
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
 
 
-class ObservationDataModule(ObservationQueries, ForecastDataModule):
+class ObservationDataModule(ObservationRecord, ObservationQueries, ForecastDataModule):
     """Forecasting samples over irregular multivariate series (each variable at its own times).
 
     A sample is a series and a forecast origin t0: the history is every observation with
@@ -99,6 +99,13 @@ class ObservationDataModule(ObservationQueries, ForecastDataModule):
         duplicates: several observations of one (series, time, variable): ``"mean"``, ``"first"``, ``"last"``, ``"error"``.
         reader_options: keyword arguments of a registered dataset's format reader (PhysioNet 2012:
             ``{"unknown_descriptors": "drop"}``; see ``tsattn.data.io.physionet``).
+        static_columns: columns of the table holding static covariates, one number per series (a
+            patient's age, a store's size; ``read_observations``): the model reads them beside each
+            history, standardised on the train series, an unknown value flagged. The same columns
+            are then needed in any table the model forecasts.
+        static_variables: variables recorded once per series to read as static covariates too
+            (their first value per series; e.g. PhysioNet 2012's descriptors ``["Age", "Gender",
+            "Height", "ICUType", "Weight"]``); they stay variables (and targets) as well.
         history: the former name of ``lookback`` (deprecated).
         **kwargs: the table options and loader settings of ``ForecastDataModule``.
 
@@ -138,6 +145,8 @@ class ObservationDataModule(ObservationQueries, ForecastDataModule):
         time_unit: Union[str, pd.Timedelta] = "h",
         duplicates: str = "mean",
         reader_options: Optional[dict[str, Any]] = None,
+        static_columns: Optional[Sequence[str]] = None,
+        static_variables: Optional[Sequence[str]] = None,
         history: Optional[float] = None,
         **kwargs: Any,
     ) -> None:
@@ -170,7 +179,9 @@ class ObservationDataModule(ObservationQueries, ForecastDataModule):
         self.subsample = None if subsample is None else float(subsample)
         self.subsample_by = subsample_by
         self.subsample_seed = int(subsample_seed)
-        self.columns_read = {"id_column": id_column, "variable_column": variable_column, "value_column": value_column}
+        self.columns_read = {"id_column": id_column, "variable_column": variable_column, "value_column": value_column,
+                             "static_columns": list(check_static_columns(static_columns)) or None}
+        self.static_variables = list(check_static_columns(static_variables)) or None
         self.duplicates = duplicates
         self._observations: Optional[ObservationSet] = None
         self._series_splits: Optional[dict[str, np.ndarray]] = None
@@ -179,6 +190,7 @@ class ObservationDataModule(ObservationQueries, ForecastDataModule):
         self._datasets: Optional[dict[str, ForecastSampleDataset]] = None
         self._fitted_horizon: Optional[float] = None
         self._fitted_columns: Optional[dict[str, Any]] = None
+        self._static_scaler: Optional[StaticScaler] = None
 
     def _set_protocol(self, origins, origin_stride, lookback, horizon, split, split_fractions, split_seed, scaler,
                       scale_from) -> None:
@@ -216,6 +228,9 @@ class ObservationDataModule(ObservationQueries, ForecastDataModule):
 
     def _read(self) -> ObservationSet:
         if self.spec is not None:
+            if self.spec.format != "csv" and self.columns_read["static_columns"]:
+                raise DataError(f"static_columns apply to tables; {self.spec.name} is read by its format reader: "
+                                "make its variables static with static_variables=[...] instead")
             options = self._table_read_options() if self.spec.format == "csv" else self.reader_options
             observations = get_reader(self.spec.format)(self._local_files(), max_series=self.max_series, **options)
             if self.max_series is None and self.spec.n_series and len(observations) != self.spec.n_series:
@@ -236,6 +251,8 @@ class ObservationDataModule(ObservationQueries, ForecastDataModule):
         observations = self._read()
         if self.max_series is not None and len(observations) > self.max_series:
             observations = observations.subset(np.arange(self.max_series))
+        if self.static_variables:
+            observations = variables_as_static(observations, self.static_variables)
         if self.variable_names is not None:
             observations = observations.select_variables(self.variable_names)
         if self.subsample is not None and self.subsample < 1:
@@ -283,8 +300,12 @@ class ObservationDataModule(ObservationQueries, ForecastDataModule):
         scaled = scaler.transform(observations.value, observations.variable).astype(np.float32)  # [M]
         variable = observations.variable.astype(np.int64)
         self._scaler = scaler
+        if self._static_scaler is None and observations.static_names:   # a static is no time's: any train series
+            train = np.arange(len(observations)) if self._series_splits is None else self._series_splits["train"]
+            self._static_scaler = StaticScaler.fit(observations.static_names, observations.static[train])
+        static = self.static_inputs()
         self._datasets = {
-            name: ForecastSampleDataset(observations.time, variable, scaled, by_split[name]) for name in SPLITS
+            name: ForecastSampleDataset(observations.time, variable, scaled, by_split[name], static) for name in SPLITS
         }
 
     def _origin_times(self) -> Union[list[float], np.ndarray]:
@@ -399,60 +420,3 @@ class ObservationDataModule(ObservationQueries, ForecastDataModule):
     def inverse_transform(self, values, variables):
         """Scaled -> original units, per variable (``variables`` holds each value's variable index)."""
         return self.scaler.inverse_transform(values, variables)
-
-    # -- the fitted pipeline (ForecastDataModule.record / from_record) -------------------------------------
-    def _options(self) -> dict[str, Any]:
-        return {
-            "origins": None if self.origins is None else list(self.origins), "origin_stride": self.origin_stride,
-            "lookback": self.lookback, "horizon": self.target_span, "split": self.split,
-            "split_fractions": list(self.split_fractions), "split_seed": self.split_seed, "scaler": self.scaler_kind,
-            "scale_from": self.scale_from, "variables": self.variable_names, "max_series": self.max_series,
-            "subsample": self.subsample, "subsample_by": self.subsample_by, "subsample_seed": self.subsample_seed,
-            **self.table_options, **self.columns_read, "time_unit": str(self.time_unit), "duplicates": self.duplicates,
-            "reader_options": dict(self.reader_options),
-        }
-
-    def _fitted(self) -> dict[str, Any]:
-        return {
-            "variables": self.variables, "scaler": self.scaler.record(), "time_unit_ns": int(self.time_unit.value),
-            "times": "numeric" if self.observations.time_unit is None else "datetime",
-            "columns": self.table_columns(), "horizon": self.forecast_span,
-        }
-
-    def _restore(self, fitted: dict[str, Any]) -> None:
-        self._given_scaler = Scaler.from_record(fitted["scaler"])
-        self.scaler_kind = self._given_scaler.kind
-        self.time_unit = pd.Timedelta(int(fitted["time_unit_ns"]), unit="ns")
-        self._fitted_horizon = float(fitted["horizon"])
-        self._fitted_columns = dict(fitted["columns"])
-
-    @classmethod
-    def _options_for(cls, record: dict[str, Any], other_data: bool) -> dict[str, Any]:
-        options = dict(record["options"])
-        columns = record["fitted"]["columns"]
-        if other_data:  # how much of the fit's source was read is no limit on other data
-            for name in _ONLY_FOR_THE_FIT_SOURCE:
-                options.pop(name, None)
-        if columns["layout"] == "long" and options.get("variable_column") is None:
-            # fit on an ObservationSet or a registered set: a table is read in the long layout id, time, variable, value
-            options.update(id_column=columns["id"], time_column=columns["time"], variable_column=columns["variable"],
-                           value_column=columns["value"])
-        return options
-
-    @classmethod
-    def from_record(cls, record: dict[str, Any], data: Any = None, **options: Any) -> "ObservationDataModule":
-        formatted = isinstance(data, str) and registry.is_registered(data) and registry.get_spec(data).format != "csv"
-        if data is not None and not formatted:
-            options.setdefault("reader_options", None)  # a table or a set has no format reader
-        return super().from_record(record, data, **options)
-
-    def _checked_against(self, record: dict[str, Any]) -> "ObservationDataModule":
-        """The data's times must be of the fit's kind (numbers or timestamps); read now, so bad data fails here."""
-        numeric = self.observations.time_unit is None
-        if numeric != (record["fitted"]["times"] == "numeric"):
-            have, want = ("numbers", "timestamps") if numeric else ("timestamps", "numbers")
-            raise DataError(
-                f"the data's times are {have}, but the model was fit on data whose times are {want}; pass data "
-                f"with {want} in the time column"
-            )
-        return self

@@ -17,6 +17,7 @@ A batch is a dict of padded tensors, observations sorted by (time, variable) ins
     y_time, y_var, y_value, y_mask  [B, Ny]  the targets (queries) likewise (times >= 0)
     series   int64   [B]      index of the series in the ObservationSet
     origin   float64 [B]      the forecast origin t0, in the set's time units
+    static   float32 [B, 2K]  with static covariates only: their scaled values and known flags
 
 Nx / Ny are the longest history / target in the batch (at least 1); padding is time 0, var 0,
 value 0, mask False.
@@ -52,13 +53,17 @@ class ForecastSampleDataset(Dataset):
         variable: int [M], every observation's variable index.
         value: float32 [M], every observation's scaled value.
         samples: the split's samples (row ranges into those arrays).
+        static: float32 [S, 2K], per series the static covariates' model input
+            (``StaticScaler.transform``); None without any.
     """
 
-    def __init__(self, time: np.ndarray, variable: np.ndarray, value: np.ndarray, samples: ForecastSamples) -> None:
+    def __init__(self, time: np.ndarray, variable: np.ndarray, value: np.ndarray, samples: ForecastSamples,
+                 static: Optional[np.ndarray] = None) -> None:
         self.time = time
         self.variable = variable
         self.value = value
         self.samples = samples
+        self.static = static
 
     def __len__(self) -> int:
         return len(self.samples)
@@ -81,6 +86,8 @@ class ForecastSampleDataset(Dataset):
             item[f"{part}_value"] = torch.from_numpy(self.value[rows].copy())
         item["series"] = torch.tensor(int(s.series[i]), dtype=torch.int64)
         item["origin"] = torch.tensor(t0, dtype=torch.float64)
+        if self.static is not None:
+            item["static"] = torch.from_numpy(self.static[int(s.series[i])].copy())
         return item
 
     def batch(self, indices: Sequence[int]) -> dict[str, torch.Tensor]:
@@ -101,6 +108,8 @@ class ForecastSampleDataset(Dataset):
             out[f"{part}_mask"] = torch.from_numpy(mask)
         out["series"] = torch.from_numpy(s.series[idx].copy())
         out["origin"] = torch.from_numpy(origin.astype(np.float64))
+        if self.static is not None:
+            out["static"] = torch.from_numpy(self.static[s.series[idx]])
         return out
 
     __getitems__ = batch
@@ -129,6 +138,8 @@ def collate_forecast_samples(batch: Union[Mapping[str, torch.Tensor], Sequence[M
         out[f"{part}_mask"] = mask
     out["series"] = torch.stack([item["series"] for item in batch])
     out["origin"] = torch.stack([item["origin"] for item in batch])
+    if batch and "static" in batch[0]:
+        out["static"] = torch.stack([item["static"] for item in batch])
     return out
 
 
@@ -136,12 +147,13 @@ def _scaled(observations: ObservationSet, scaler: Scaler) -> np.ndarray:
     return scaler.transform(observations.value, observations.variable).astype(np.float32)
 
 
-def latest_histories(observations: ObservationSet, scaler: Scaler, lookback: Optional[float]) -> ForecastSampleDataset:
+def latest_histories(observations: ObservationSet, scaler: Scaler, lookback: Optional[float],
+                     static: Optional[np.ndarray] = None) -> ForecastSampleDataset:
     """One sample per series that has observations, at the forecast origin t0 = its last
     observation time: the history is every observation with ``t0 - lookback <= time <= t0`` (the
     last one included, at relative time 0; ``lookback=None``: all of them), and there are no
     targets. Values are scaled with ``scaler``; ``dataset.samples.series`` [n] names each sample's
-    series."""
+    series; ``static``: the static covariates' model input [S, 2K], if any."""
     present = np.flatnonzero(observations.series_lengths > 0)                  # [n]
     stop = observations.offsets[1:][present]                                    # [n]
     origin = observations.time[stop - 1]                                        # [n] last observation times
@@ -155,15 +167,16 @@ def latest_histories(observations: ObservationSet, scaler: Scaler, lookback: Opt
         start = (observations.offsets[:-1] + counts)[present]
     samples = ForecastSamples(present.astype(np.int64), origin, start, stop, stop)
     return ForecastSampleDataset(observations.time, observations.variable.astype(np.int64),
-                                 _scaled(observations, scaler), samples)
+                                 _scaled(observations, scaler), samples, static)
 
 
 def histories_before(observations: ObservationSet, scaler: Scaler, origins: np.ndarray,
-                     lookback: Optional[float]) -> ForecastSampleDataset:
+                     lookback: Optional[float], static: Optional[np.ndarray] = None) -> ForecastSampleDataset:
     """One sample per series with an observation before its origin ``origins[s]`` ([S], in the set's
     time units), as the training samples are cut: the history is every observation with
     ``t0 - lookback <= time < t0`` (``lookback=None``: all before t0); later observations are not
-    read, and there are no targets. Values are scaled with ``scaler``."""
+    read, and there are no targets. Values are scaled with ``scaler``; ``static`` as for
+    ``latest_histories``."""
     S = len(observations)
     origins = np.broadcast_to(np.asarray(origins, dtype=np.float64), (S,))
     index, time = observations.series_index, observations.time                  # [M]
@@ -177,7 +190,7 @@ def histories_before(observations: ObservationSet, scaler: Scaler, origins: np.n
     samples = ForecastSamples(present.astype(np.int64), origins[present].copy(), start[present], stop[present],
                               stop[present])
     return ForecastSampleDataset(observations.time, observations.variable.astype(np.int64),
-                                 _scaled(observations, scaler), samples)
+                                 _scaled(observations, scaler), samples, static)
 
 
 class QueryBatches:

@@ -19,6 +19,7 @@ from ..errors import DataError
 from ..io.table import detect_time_column
 from .dataset import ForecastSampleDataset, QueryBatches, histories_before, latest_histories
 from .observation_set import ObservationSet
+from .static import StaticScaler
 from .requests import (
     RequestContext,
     Requests,
@@ -37,13 +38,37 @@ class ObservationQueries:
     """Inference over a data module's observations, scaler, variables, spans and table layout (the
     attributes ``ObservationDataModule`` provides)."""
 
+    @property
+    def static_scaler(self) -> Optional[StaticScaler]:
+        """The static covariates' scaler (a fitted model's, or the one ``setup`` fits); None without any."""
+        if self._static_scaler is None and self.observations.static_names:
+            self.setup()
+        return self._static_scaler
+
+    @property
+    def n_static(self) -> int:
+        """How many static covariates the model reads (K; its input is 2K wide: values and known flags)."""
+        return 0 if self.static_scaler is None else len(self.static_scaler.names)
+
+    def static_inputs(self) -> Optional[np.ndarray]:
+        """float32 [S, 2K]: per series the static covariates' model input (``StaticScaler.transform``)."""
+        scaler = self.static_scaler
+        return None if scaler is None else scaler.transform(self._matching_static(scaler))
+
+    def _matching_static(self, scaler: StaticScaler) -> Optional[np.ndarray]:
+        obs = self.observations
+        if obs.static is None or tuple(obs.static_names) != scaler.names:
+            raise DataError(f"the data's static covariates are {list(obs.static_names)}, the model's "
+                            f"{list(scaler.names)}: give the same static_columns / static_variables as at fit time")
+        return obs.static
+
     def latest_histories(self, lookback: Optional[float]) -> ForecastSampleDataset:
         """One history per series at its last observation (see ``dataset.latest_histories``)."""
-        return latest_histories(self.observations, self.scaler, lookback)
+        return latest_histories(self.observations, self.scaler, lookback, self.static_inputs())
 
     def histories_before(self, origins: np.ndarray, lookback: Optional[float]) -> ForecastSampleDataset:
         """One history per series before ``origins`` [S] (see ``dataset.histories_before``)."""
-        return histories_before(self.observations, self.scaler, origins, lookback)
+        return histories_before(self.observations, self.scaler, origins, lookback, self.static_inputs())
 
     def request_context(self) -> RequestContext:
         """What forecast requests are read against (see ``requests.RequestContext``)."""

@@ -95,6 +95,9 @@ class ObservationSet:
         source: where the data came from (a path, ``"<DataFrame>"``, an archive list).
         read_counts: what happened while reading (rows read, observations kept, duplicates merged,
             cells skipped, ...); empty for a set derived with ``subset``.
+        static: float64 [S, K], each series' static covariates (facts of the series, not observed
+            over time: age, a store's size), NaN where unknown; None without any.
+        static_names: the K static covariate names.
     """
 
     series_ids: np.ndarray
@@ -107,6 +110,8 @@ class ObservationSet:
     origins: Optional[pd.DatetimeIndex] = None
     source: str = ""
     read_counts: Mapping[str, int] = field(default_factory=dict)
+    static: Optional[np.ndarray] = None
+    static_names: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         offsets = np.asarray(self.offsets, dtype=np.int64)
@@ -148,6 +153,13 @@ class ObservationSet:
         set_(self, "value", _readonly(value))
         set_(self, "variables", variables)
         set_(self, "read_counts", dict(self.read_counts))
+        names = tuple(str(n) for n in self.static_names)
+        static = None if self.static is None and not names else np.asarray(self.static, dtype=np.float64)
+        if static is not None and (static.shape != (n_series, len(names)) or len(set(names)) != len(names)):
+            raise DataError(f"static must be a float array [S, K] = [{n_series}, {len(names)}] with K distinct "
+                            f"static_names; got shape {static.shape} and names {names}")
+        set_(self, "static", None if static is None else _readonly(static))
+        set_(self, "static_names", names)
 
     # -- sizes -------------------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -222,6 +234,8 @@ class ObservationSet:
             time_unit=self.time_unit,
             origins=None if self.origins is None else self.origins[idx],
             source=self.source,
+            static=None if self.static is None else self.static[idx],
+            static_names=self.static_names,
         )
 
     def select_variables(self, names: Sequence[str]) -> "ObservationSet":
@@ -246,6 +260,8 @@ class ObservationSet:
             time_unit=self.time_unit,
             origins=self.origins,
             source=self.source,
+            static=self.static,
+            static_names=self.static_names,
         )
 
     def onto_variables(self, variables: Sequence[str]) -> "ObservationSet":
@@ -267,7 +283,7 @@ class ObservationSet:
         return ObservationSet(
             series_ids=kept.series_ids, offsets=kept.offsets, time=kept.time, variable=position[kept.variable],
             value=kept.value, variables=names, time_unit=kept.time_unit, origins=kept.origins, source=kept.source,
-            read_counts=self.read_counts,
+            read_counts=self.read_counts, static=self.static, static_names=self.static_names,
         )
 
     def thin(self, fraction: float, *, seed: int = 0, by: str = "time") -> "ObservationSet":
@@ -303,6 +319,8 @@ class ObservationSet:
             time_unit=self.time_unit,
             origins=self.origins,
             source=self.source,
+            static=self.static,
+            static_names=self.static_names,
         )
 
     def with_values(self, value: np.ndarray) -> "ObservationSet":
@@ -313,6 +331,7 @@ class ObservationSet:
         return ObservationSet(
             series_ids=self.series_ids, offsets=self.offsets, time=self.time, variable=self.variable, value=value,
             variables=self.variables, time_unit=self.time_unit, origins=self.origins, source=self.source,
+            static=self.static, static_names=self.static_names,
         )
 
     # -- back to tables ----------------------------------------------------------------------------------
@@ -379,6 +398,8 @@ class ObservationSet:
             "source": np.array(self.source),
             "count_names": np.array(list(self.read_counts), dtype=str),
             "count_values": np.array(list(self.read_counts.values()), dtype=np.int64),
+            "static_names": np.array(self.static_names, dtype=str),
+            "static": np.zeros((len(self), 0)) if self.static is None else self.static,
         }
         fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
         tmp = Path(tmp_name)
@@ -427,6 +448,7 @@ class ObservationSet:
                     origins=origins,
                     source=str(z["source"]),
                     read_counts=dict(zip((str(k) for k in z["count_names"]), (int(v) for v in z["count_values"]))),
+                    **_static_of(z),
                 )
         except DataError:
             raise
@@ -523,3 +545,9 @@ def assemble_observations(
         series, time, variable = series[keep], time[keep], variable[keep]
     offsets = np.r_[0, np.cumsum(np.bincount(series, minlength=n_series))].astype(np.int64)
     return offsets, time, variable, value, merged
+
+
+def _static_of(z: Any) -> dict[str, Any]:
+    """The static covariates of a loaded ``.npz`` (none in files written before they existed)."""
+    names = tuple(str(n) for n in z["static_names"]) if "static_names" in z.files else ()
+    return {"static": z["static"] if names else None, "static_names": names}
