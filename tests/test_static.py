@@ -68,12 +68,15 @@ def test_static_column_errors_name_the_column_the_series_and_the_fix():
 
 def test_variables_recorded_once_become_static():
     table = synthetic.observations(3, 48, 0)
-    extra = pd.DataFrame({"patient": ["p0", "p0", "p2"], "hours": [0.0, 5.0, 0.0], "name": "age",
-                          "value": [61.0, 62.0, 45.0]})
+    start = table.groupby("patient")["hours"].min()
+    extra = pd.DataFrame({"patient": ["p0", "p0", "p1", "p2"],
+                          "hours": [start["p0"], 5.0, start["p1"] + 3.0, start["p2"]], "name": "age",
+                          "value": [61.0, 62.0, 50.0, 45.0]})
     obs = read_observations(pd.concat([table, extra]), **LONG, sort=True)
     moved = variables_as_static(obs, ["age"])
     assert moved.variables == obs.variables and moved.static_names == ("age",)
-    np.testing.assert_array_equal(moved.static[:, 0], [61.0, np.nan, 45.0])   # the first value; none for p1
+    # the value at each series' first time; p1's comes later (it could be a target): unknown
+    np.testing.assert_array_equal(moved.static[:, 0], [61.0, np.nan, 45.0])
     np.testing.assert_array_equal(moved.value, obs.value)                    # the observations kept
     with pytest.raises(DataError, match="not variables of the data"):
         variables_as_static(obs, ["height"])

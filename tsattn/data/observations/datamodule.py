@@ -103,9 +103,9 @@ class ObservationDataModule(ObservationRecord, ObservationQueries, ForecastDataM
             patient's age, a store's size; ``read_observations``): the model reads them beside each
             history, standardised on the train series, an unknown value flagged. The same columns
             are then needed in any table the model forecasts.
-        static_variables: variables recorded once per series to read as static covariates too
-            (their first value per series; e.g. PhysioNet 2012's descriptors ``["Age", "Gender",
-            "Height", "ICUType", "Weight"]``); they stay variables (and targets) as well.
+        static_variables: variables recorded at each series' start to read as static covariates too
+            (their value at its first observation time; e.g. PhysioNet 2012's descriptors ``["Age",
+            "Gender", "Height", "ICUType", "Weight"]``); they stay variables (and targets) as well.
         history: the former name of ``lookback`` (deprecated).
         **kwargs: the table options and loader settings of ``ForecastDataModule``.
 

@@ -3,8 +3,8 @@ age, a store's size), one value per series, beside its observations.
 
 - ``static_from_table``: the static columns of a table, one value per series (a column that varies
   within a series is an error naming the series and the values).
-- ``variables_as_static``: static covariates from variables recorded once per series (PhysioNet
-  2012's descriptors at admission): each one's first value, the observations kept.
+- ``variables_as_static``: static covariates from variables recorded at a series' start (PhysioNet
+  2012's descriptors at admission), the observations kept.
 - ``StaticScaler``: standardisation fitted on the train series, and the model's input: the scaled
   values (0 where unknown) beside a known / unknown flag per covariate.
 """
@@ -85,9 +85,10 @@ def static_from_table(frame: pd.DataFrame, codes: np.ndarray, ids: np.ndarray, s
 
 
 def variables_as_static(observations: ObservationSet, names: Sequence[str]) -> ObservationSet:
-    """Static covariates (after any the set has) from the variables ``names``: each series' first
-    observed value of each, NaN for a series that never observes it. The observations stay as they
-    are (a variable such as a weight recorded at admission and later on is still forecast)."""
+    """Static covariates (after any the set has) from the variables ``names``: each one's value at the
+    series' first observation time (its admission), NaN for a series that does not observe it then
+    (a later value could be a forecast target: it is never read). The observations stay as they are
+    (a weight recorded at admission and later on is still forecast)."""
     names = [str(n) for n in ([names] if isinstance(names, str) else names)]
     unknown = [n for n in names if n not in observations.variables]
     if unknown or not names:
@@ -97,11 +98,13 @@ def variables_as_static(observations: ObservationSet, names: Sequence[str]) -> O
     if clash:
         raise DataError(f"{clash} are static covariates already; name each static covariate once")
     values = np.full((len(observations), len(names)), np.nan)
+    start = np.full(len(observations), np.nan)
+    present = observations.series_lengths > 0
+    start[present] = observations.time[observations.offsets[:-1][present]]      # each series' first time
+    at_start = observations.time == start[observations.series_index]
     for k, name in enumerate(names):
-        rows = np.flatnonzero(observations.variable == observations.variables.index(name))
-        series = observations.series_index[rows]
-        first = np.r_[True, series[1:] != series[:-1]]                           # rows are in time order
-        values[series[first], k] = observations.value[rows[first]]
+        rows = np.flatnonzero(at_start & (observations.variable == observations.variables.index(name)))
+        values[observations.series_index[rows], k] = observations.value[rows]   # one per (series, time, var)
     static = values if observations.static is None else np.concatenate([observations.static, values], axis=1)
     return dataclasses.replace(observations, static=static, static_names=observations.static_names + tuple(names))
 
