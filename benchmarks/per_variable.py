@@ -1,0 +1,79 @@
+"""Where the error is: a fitted irregular model's error per variable beside the last-observation forecast.
+
+    python benchmarks/per_variable.py --ckpt runs/early/physionet2012_irregular_continuous_s1/checkpoints/epoch=4-step=1125.ckpt
+    python benchmarks/per_variable.py --ckpt ... --split val --out benchmarks/results/per_variable.csv
+
+The model forecasts every target of the chosen split's series from the protocol's origin
+(``Forecaster.backtest(cutoffs=[origin])``: the data read and scaled the fit's way), and so does the
+last-observation forecast (``Forecaster("last_observation")`` fit on the same data: no training). Per
+variable: the number of targets, each forecast's MSE on the protocol's scale (the fit's per-variable
+scaler, so the numbers add up to the protocol's metric: their mean over variables) and MAE in units, the
+model's MSE over the last observation's, and each variable's share of the model's metric. The validation
+split by default: the analysis reads no test data.
+"""
+from __future__ import annotations
+
+import argparse
+import pathlib
+import sys
+import warnings
+from typing import Optional, Sequence
+
+import numpy as np
+import pandas as pd
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def per_variable(frame: pd.DataFrame, scale: pd.Series, variable: str) -> pd.DataFrame:
+    """Per variable: targets, MSE on the scaled data (units / ``scale``), MAE in units."""
+    error = frame["forecast"] - frame["observed"]
+    table = pd.DataFrame({"variable": frame[variable], "sq": (error / frame[variable].map(scale)) ** 2,
+                          "abs": error.abs()})
+    out = table.groupby("variable").agg(targets=("sq", "size"), mse=("sq", "mean"), mae_units=("abs", "mean"))
+    return out
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--ckpt", type=pathlib.Path, required=True)
+    parser.add_argument("--split", choices=["train", "val", "test"], default="val")
+    parser.add_argument("--out", type=pathlib.Path, help="write the table as CSV here too")
+    args = parser.parse_args(argv)
+    import torch
+
+    from tsattn import Forecaster
+
+    torch.set_num_threads(1)
+    model = Forecaster.load(args.ckpt)
+    dm = model._datamodule(None)
+    dm.setup()
+    record = model.data_record
+    columns = record["fitted"]["columns"]
+    id_column, variable = columns["id"] or "id", columns["variable"] or "variable"
+    ids = set(dm.observations.series_ids[dm.split_series(args.split)].tolist())
+    origin = [float(o) for o in record["options"]["origins"]]
+    scale = pd.Series(np.asarray(record["fitted"]["scaler"]["scale"], dtype=np.float64), index=dm.variables)
+    reference = Forecaster("last_observation", lookback=model.lookback, horizon=model.horizon)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")                       # in-sample warnings: the rows are filtered below
+        reference.fit(record["source"], max_series=record["options"].get("max_series"))   # the registered protocol
+        frames = {name: f.backtest(cutoffs=origin) for name, f in (("model", model), ("last_observation", reference))}
+    tables = {}
+    for name, frame in frames.items():
+        tables[name] = per_variable(frame[frame[id_column].isin(ids)], scale, variable)
+    out = tables["model"].join(tables["last_observation"], rsuffix="_last")
+    out["mse_ratio"] = out["mse"] / out["mse_last"]
+    out["share_of_metric"] = out["mse"] / out["mse"].sum()
+    out = out.drop(columns=["targets_last"]).sort_values("share_of_metric", ascending=False)
+    print(f"{args.ckpt} on the {args.split} split: the protocol's metric {out['mse'].mean():.4e} "
+          f"(last observation {out['mse_last'].mean():.4e})")
+    print(out.to_string(float_format=lambda v: f"{v:.4g}"))
+    if args.out:
+        out.to_csv(args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
