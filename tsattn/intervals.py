@@ -87,10 +87,12 @@ def _recalibrate_series(part: pd.DataFrame, lo: np.ndarray, hi: np.ndarray, leve
     usable = np.searchsorted(ends, cutoffs, side="left")                        # windows [0, usable) end before
     y, centre = part["observed"].to_numpy(np.float64), part["forecast"].to_numpy(np.float64)
     observed = np.isfinite(y)
-    typical = np.nanmean(np.abs(y - centre)) if observed.any() else 1.0
-    width = np.maximum(hi - lo, 1e-6 * (typical if np.isfinite(typical) and typical > 0 else 1.0))
+    typical = float(np.nanmean(hi - lo)) if len(part) else 0.0                # from the forecasts alone
+    width = np.maximum(hi - lo, 1e-6 * typical if np.isfinite(typical) and typical > 0 else 1e-12)
     score = np.maximum(lo - y, y - hi) / width
     new_lo, new_hi = lo.copy(), hi.copy()
+    if not len(part):
+        return new_lo, new_hi
     codes, _ = pd.factorize(part[variable])
     bounds = np.arange(len(cutoffs) + 1)
     for v in range(codes.max() + 1):
