@@ -117,6 +117,8 @@ def plot(data: dict, prefix: pathlib.Path) -> None:
     import numpy as np
 
     panels = {"rope": ("base", "rope_off"), "static": ("base", "static"), "switch": ("base", "switch")}
+    titles = {"rope": "RoPE on (solid) and off (dashed)", "static": "without (solid) and with static covariates (dotted)",
+              "switch": "switch at epoch 3 (green), seed 1"}
     styles = {"base": "-", "rope_off": "--", "static": ":", "switch": "-."}
     colours = {"continuous": "tab:blue", "softmax": "tab:red"}
     for name, variants in panels.items():
@@ -125,7 +127,8 @@ def plot(data: dict, prefix: pathlib.Path) -> None:
         fig, ax = plt.subplots(figsize=(6, 4))
         for variant in variants:
             for attention in ATTENTIONS:
-                rows = [c for (a, _), c in sorted(data[variant].items()) if a == attention]
+                rows = [c for (a, seed), c in sorted(data[variant].items())
+                        if a == attention and (name != "switch" or seed == 1)]       # the switch: seed 1 beside seed 1
                 if not rows:
                     continue
                 values = np.asarray(rows) * 1e3
@@ -136,7 +139,8 @@ def plot(data: dict, prefix: pathlib.Path) -> None:
                 colour = "tab:green" if variant == "switch" else colours[attention]
                 ax.plot(epochs, mean, styles[variant], marker="o", color=colour, label=label)
                 ax.fill_between(epochs, mean - std, mean + std, color=colour, alpha=0.1)
-        ax.set(title=f"PhysioNet 2012: {name}", xlabel="epoch", ylabel="validation MSE (e-3), mean +- std")
+        ax.set(title=f"PhysioNet 2012: {titles[name]}", xlabel="epoch", ylabel="validation MSE (e-3), mean +- std",
+               xticks=range(1, EPOCHS + 1))
         ax.legend(fontsize=8)
         fig.tight_layout()
         path = prefix.parent / f"{prefix.name}_{name}.png"
