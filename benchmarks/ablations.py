@@ -117,7 +117,7 @@ def plot(data: dict, prefix: pathlib.Path) -> None:
     import numpy as np
 
     panels = {"rope": ("base", "rope_off"), "static": ("base", "static"), "switch": ("base", "switch")}
-    titles = {"rope": "RoPE on (solid) and off (dashed)", "static": "without (solid) and with static covariates (dotted)",
+    titles = {"rope": "RoPE on (solid), off (dashed)", "static": "static covariates off (solid), on (dotted)",
               "switch": "switch at epoch 3 (green), seed 1"}
     styles = {"base": "-", "rope_off": "--", "static": ":", "switch": "-."}
     colours = {"continuous": "tab:blue", "softmax": "tab:red"}
