@@ -51,8 +51,7 @@ def rolling_calibration(frame: pd.DataFrame, windows: int, *, min_points: int = 
         a copy of ``frame`` with the interval columns recalibrated, rows in the same order;
         ``attrs["rolling_calibration"]`` is ``windows``.
     """
-    if isinstance(windows, bool) or not isinstance(windows, (int, np.integer)) or windows < 1:
-        raise ValueError(f"windows={windows!r}: give a positive number of earlier windows to calibrate on, e.g. 720")
+    check_windows("windows", windows)
     levels = interval_levels(frame)
     if not levels:
         raise ValueError("the frame has no intervals (forecast-lo-80 / forecast-hi-80 columns): backtest a quantile "
@@ -66,47 +65,64 @@ def rolling_calibration(frame: pd.DataFrame, windows: int, *, min_points: int = 
                          "(or name the time / id columns with time= / by=)")
     out = frame.copy()
     groups = [np.arange(len(frame))] if not by else list(frame.groupby(by, sort=False).indices.values())
-    for level in levels:
-        lo = frame[f"forecast-lo-{level}"].to_numpy(np.float64, copy=True)
-        hi = frame[f"forecast-hi-{level}"].to_numpy(np.float64, copy=True)
-        for rows in groups:
-            lo[rows], hi[rows] = _recalibrate_series(frame.iloc[rows], lo[rows], hi[rows], float(level) / 100.0,
-                                                     windows, min_points, time, variable)
+    bounds = {level: [frame[f"forecast-{side}-{level}"].to_numpy(np.float64, copy=True) for side in ("lo", "hi")]
+              for level in levels}
+    for rows in groups:
+        layout = _SeriesLayout(frame.iloc[rows], time, variable)
+        for level, (lo, hi) in bounds.items():
+            lo[rows], hi[rows] = layout.recalibrate(lo[rows], hi[rows], float(level) / 100.0, windows, min_points)
+    for level, (lo, hi) in bounds.items():
         out[f"forecast-lo-{level}"], out[f"forecast-hi-{level}"] = lo, hi
     out.attrs = dict(frame.attrs, rolling_calibration=int(windows))
     return out
 
 
-def _recalibrate_series(part: pd.DataFrame, lo: np.ndarray, hi: np.ndarray, level: float, windows: int,
-                        min_points: int, time: str, variable: str) -> tuple[np.ndarray, np.ndarray]:
-    """One series' interval [lo, hi] (rows of ``part``) recalibrated window by window."""
-    cutoff = part["cutoff"].to_numpy()
-    cutoffs, window = np.unique(cutoff, return_inverse=True)                 # windows in time order
-    ends = pd.Series(part[time].to_numpy()).groupby(window).max().reindex(range(len(cutoffs))).to_numpy()
-    ends = np.maximum.accumulate(ends)                                         # a prefix is fully observed
-    usable = np.searchsorted(ends, cutoffs, side="left")                        # windows [0, usable) end before
-    y, centre = part["observed"].to_numpy(np.float64), part["forecast"].to_numpy(np.float64)
-    observed = np.isfinite(y)
-    typical = float(np.nanmean(hi - lo)) if len(part) else 0.0                # from the forecasts alone
-    width = np.maximum(hi - lo, 1e-6 * typical if np.isfinite(typical) and typical > 0 else 1e-12)
-    score = np.maximum(lo - y, y - hi) / width
-    new_lo, new_hi = lo.copy(), hi.copy()
-    if not len(part):
+def check_windows(name: str, windows: object) -> int:
+    """``windows`` (the number of earlier windows to calibrate on) as an int >= 1, else a ``ValueError``."""
+    if isinstance(windows, bool) or not isinstance(windows, (int, np.integer)) or windows < 1:
+        raise ValueError(f"{name}={windows!r}: give a positive number of earlier windows to calibrate each window "
+                         "on, e.g. 720 (a month of hourly cutoffs)")
+    return int(windows)
+
+
+class _SeriesLayout:
+    """One series' rows of a backtest frame: their windows in time order, how many earlier windows had
+    ended before each window's cutoff, and the rows of each variable by window (the same for every
+    interval level)."""
+
+    def __init__(self, part: pd.DataFrame, time: str, variable: str) -> None:
+        cutoffs, self.window = np.unique(part["cutoff"].to_numpy(), return_inverse=True)   # windows in time order
+        ends = pd.Series(part[time].to_numpy()).groupby(self.window).max().reindex(range(len(cutoffs))).to_numpy()
+        ends = np.maximum.accumulate(ends)                                     # a prefix is fully observed
+        self.usable = np.searchsorted(ends, cutoffs, side="left")               # windows [0, usable) end before
+        self.y, self.centre = part["observed"].to_numpy(np.float64), part["forecast"].to_numpy(np.float64)
+        self.observed = np.isfinite(self.y)
+        codes, _ = pd.factorize(part[variable])
+        bounds = np.arange(len(cutoffs) + 1)
+        self.variables = []                                                     # per variable: rows, scored rows, offsets
+        for v in range(codes.max() + 1 if len(part) else 0):
+            rows = np.flatnonzero(codes == v)
+            rows = rows[np.argsort(self.window[rows], kind="stable")]           # this variable's rows by window
+            scored = rows[self.observed[rows]]
+            self.variables.append((rows, scored, np.searchsorted(self.window[scored], bounds),
+                                   np.searchsorted(self.window[rows], bounds)))
+
+    def recalibrate(self, lo: np.ndarray, hi: np.ndarray, level: float, windows: int,
+                    min_points: int) -> tuple[np.ndarray, np.ndarray]:
+        """The interval [lo, hi] (this series' rows) recalibrated window by window."""
+        typical = float(np.nanmean(hi - lo)) if len(lo) else 0.0              # from the forecasts alone
+        width = np.maximum(hi - lo, 1e-6 * typical if np.isfinite(typical) and typical > 0 else 1e-12)
+        score = np.maximum(lo - self.y, self.y - hi) / width
+        new_lo, new_hi = lo.copy(), hi.copy()
+        for rows, scored, start, first_row in self.variables:
+            for w in np.unique(self.window[rows]):
+                usable = self.usable[w]
+                scores = score[scored[start[max(0, usable - windows)]:start[usable]]]
+                if scores.size < min_points:
+                    continue
+                k = min(math.ceil((scores.size + 1) * level), scores.size)
+                q = np.partition(scores, k - 1)[k - 1]
+                at = rows[first_row[w]:first_row[w + 1]]
+                new_lo[at] = np.minimum(lo[at] - q * width[at], self.centre[at])   # the median stays inside
+                new_hi[at] = np.maximum(hi[at] + q * width[at], self.centre[at])
         return new_lo, new_hi
-    codes, _ = pd.factorize(part[variable])
-    bounds = np.arange(len(cutoffs) + 1)
-    for v in range(codes.max() + 1):
-        rows = np.flatnonzero(codes == v)
-        rows = rows[np.argsort(window[rows], kind="stable")]                    # this variable's rows by window
-        scored = rows[observed[rows]]
-        start, first_row = np.searchsorted(window[scored], bounds), np.searchsorted(window[rows], bounds)
-        for w in np.unique(window[rows]):
-            scores = score[scored[start[max(0, usable[w] - windows)]:start[usable[w]]]]
-            if scores.size < min_points:
-                continue
-            k = min(math.ceil((scores.size + 1) * level), scores.size)
-            q = np.partition(scores, k - 1)[k - 1]
-            at = rows[first_row[w]:first_row[w + 1]]
-            new_lo[at] = np.minimum(lo[at] - q * width[at], centre[at])         # the median stays inside
-            new_hi[at] = np.maximum(hi[at] + q * width[at], centre[at])
-    return new_lo, new_hi

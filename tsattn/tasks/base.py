@@ -28,7 +28,7 @@ from torch import Tensor, nn
 from ..data.base import ForecastDataModule
 from ..data.errors import DataError
 from ..data.validation import check_positive_int
-from ..intervals import rolling_calibration
+from ..intervals import check_windows, rolling_calibration
 from ..metrics import mase
 from .quantiles import QuantileSpec, pinball_loss
 
@@ -224,9 +224,7 @@ class Task:
         if module.quantile_spec is None or not module.quantile_spec.pairs:
             raise ValueError("recalibrate= recalibrates intervals: backtest a quantile model (quantiles=[0.1, 0.5, "
                              "0.9] or levels=[80])")
-        if isinstance(recalibrate, bool) or not isinstance(recalibrate, (int, np.integer)) or recalibrate < 1:
-            raise ValueError(f"recalibrate={recalibrate!r}: give the number of earlier windows to calibrate each "
-                             "window on, e.g. 720 (a month of hourly cutoffs)")
+        recalibrate = check_windows("recalibrate", recalibrate)
         extra = 0
         if cutoffs is None:
             n_windows = check_positive_int("n_windows", n_windows)
@@ -234,14 +232,14 @@ class Task:
             if h is None:
                 raise DataError("recalibrate= needs windows with an end: pass horizon=<time units>")
             s = self.check_span("step", step) if step is not None else (self.default_backtest_step or h)
-            extra = int(recalibrate) + int(np.floor(float(h) / float(s) + 1e-9)) + 1
+            extra = recalibrate + int(np.floor(float(h) / float(s) + 1e-9)) + 1
         try:
             frame = self.backtest(module, dm, n_windows=n_windows + extra, step=step, horizon=horizon,
                                   cutoffs=cutoffs, fit_data=fit_data)
         except DataError as err:
             raise DataError(f"{err} (recalibrate={recalibrate} backtests {extra} earlier windows too, to calibrate "
                             "the first ones on: pass a smaller recalibrate or fewer n_windows)") from err
-        frame = rolling_calibration(frame, int(recalibrate))
+        frame = rolling_calibration(frame, recalibrate)
         if extra:
             by = frame.attrs.get("id_column")
             rank = (frame.groupby(by, sort=False)["cutoff"] if by else frame["cutoff"]).rank(method="dense",
