@@ -33,7 +33,7 @@ from torch.utils.data import Dataset
 
 from ..scaling import Scaler
 from .observation_set import ObservationSet
-from .samples import ForecastSamples
+from .samples import ForecastSamples, rows_before
 
 __all__ = ["ForecastSampleDataset", "QueryBatches", "collate_forecast_samples", "histories_before", "latest_histories"]
 
@@ -162,9 +162,7 @@ def latest_histories(observations: ObservationSet, scaler: Scaler, lookback: Opt
     else:
         bound = np.full(len(observations), -np.inf)
         bound[present] = origin - float(lookback)
-        before = observations.time < bound[observations.series_index]            # [M]
-        counts = np.bincount(observations.series_index[before], minlength=len(observations))
-        start = (observations.offsets[:-1] + counts)[present]
+        start = rows_before(observations, bound)[present]
     samples = ForecastSamples(present.astype(np.int64), origin, start, stop, stop)
     return ForecastSampleDataset(observations.time, observations.variable.astype(np.int64),
                                  _scaled(observations, scaler), samples, static)
@@ -179,13 +177,8 @@ def histories_before(observations: ObservationSet, scaler: Scaler, origins: np.n
     ``latest_histories``."""
     S = len(observations)
     origins = np.broadcast_to(np.asarray(origins, dtype=np.float64), (S,))
-    index, time = observations.series_index, observations.time                  # [M]
-    first = observations.offsets[:-1]
-    stop = first + np.bincount(index[time < origins[index]], minlength=S)        # rows before t0
-    if lookback is None:
-        start = first.copy()
-    else:
-        start = first + np.bincount(index[time < origins[index] - float(lookback)], minlength=S)
+    stop = rows_before(observations, origins)                                   # rows before t0
+    start = observations.offsets[:-1].copy() if lookback is None else rows_before(observations, origins - float(lookback))
     present = np.flatnonzero(stop > start)
     samples = ForecastSamples(present.astype(np.int64), origins[present].copy(), start[present], stop[present],
                               stop[present])
