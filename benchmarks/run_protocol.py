@@ -19,6 +19,10 @@ What the runner adds to a config: each run lives in ``runs/<name>/`` (``--runs-d
 one, an ``EpochTimer``, and a ``ModelCheckpoint`` on ``val_mse`` when the config has none (the
 test uses the best validation checkpoint).
 
+``--ema DECAY`` adds Lightning's ``EMAWeightAveraging`` (an exponential moving average of the weights,
+updated after every step): validation, the checkpoints and so the test read the averaged weights, and
+the run's name ends in ``_ema<DECAY>``.
+
 ``--resume`` lets a long run survive an interruption (a stopped machine, a killed process): its
 ``val_mse`` checkpoints go to ``runs/<name>/checkpoints/`` with a ``last.ckpt`` after every epoch, and
 the same command started again continues from that ``last.ckpt`` (weights, optimizer, schedule,
@@ -105,6 +109,11 @@ def apply_overrides(config: dict[str, Any], args: argparse.Namespace) -> dict[st
         model["attention"] = "softmax"
         callbacks.append({"class_path": "tsattn.lightning.AttentionSwitch",
                           "init_args": {"epoch": args.switch_epoch, "attention": "continuous"}})
+    if args.ema is not None:
+        if not 0.0 < args.ema < 1.0:
+            raise SystemExit(f"--ema wants a decay in (0, 1), e.g. 0.999; got {args.ema}")
+        callbacks.append({"class_path": "lightning.pytorch.callbacks.EMAWeightAveraging",
+                          "init_args": {"decay": args.ema}})
     return config
 
 
@@ -122,14 +131,15 @@ def set_option(config: dict[str, Any], assignment: str) -> None:
     node[keys[-1]] = yaml.safe_load(text)
 
 
-def run_name(config: dict[str, Any], switch_epoch: Optional[int]) -> str:
+def run_name(config: dict[str, Any], switch_epoch: Optional[int], ema: Optional[float] = None) -> str:
     model, data = config.get("model", {}), data_arguments(config)
     dataset = str(data.get("data", "data"))
     dataset = pathlib.Path(dataset).stem if ("/" in dataset or dataset.endswith(".csv")) else dataset
     horizon = f"_h{data['horizon']}" if data.get("horizon") is not None else ""
     name = (f"{dataset}_{model.get('model', 'patchtst')}_{model.get('attention', 'softmax')}{horizon}"
             f"_s{config.get('seed_everything')}")
-    return name if switch_epoch is None else f"{name}_switch{switch_epoch}"
+    name = name if switch_epoch is None else f"{name}_switch{switch_epoch}"
+    return name if ema is None else f"{name}_ema{ema:g}"
 
 
 def add_run_plumbing(config: dict[str, Any], root: pathlib.Path, *, resumable: bool = False) -> dict[str, Any]:
@@ -183,6 +193,9 @@ def main(argv: Optional[Sequence[str]] = None) -> dict[str, Any]:
     parser.add_argument("--sink", choices=["zeros", "first", "learned"])
     parser.add_argument("--rope", action="store_true", help="turn RoPE on")
     parser.add_argument("--switch-epoch", type=int, help="train softmax, switch to continuous at this epoch")
+    parser.add_argument("--ema", type=float, metavar="DECAY",
+                        help="keep an exponential moving average of the weights (Lightning's EMAWeightAveraging, "
+                             "updated every step); validation, checkpoints and the test read the average")
     parser.add_argument("--model-kwargs", type=json.loads, default={}, help='JSON, e.g. \'{"head_dropout": 0}\'')
     parser.add_argument("--accelerator", help="override trainer.accelerator (default: the config's)")
     parser.add_argument("--threads", type=int, help="torch.set_num_threads")
@@ -205,7 +218,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict[str, Any]:
     config = apply_overrides(yaml.safe_load(path.read_text()), args)
     for assignment in args.set:
         set_option(config, assignment)
-    name = run_name(config, args.switch_epoch)
+    name = run_name(config, args.switch_epoch, args.ema)
     config = add_run_plumbing(config, args.runs_dir / name, resumable=args.resume)
     last = args.runs_dir / name / "checkpoints" / "last.ckpt"
     resume_from = last if args.resume and last.is_file() else None
@@ -235,7 +248,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict[str, Any]:
     record = {
         "name": name, "dataset": data_arguments(config).get("data"), "model": hp.model,
         "attention": hp.attention, "sink": hp.sink, "rope": hp.rope,
-        "switch_epoch": args.switch_epoch, "horizon": hp.horizon, "lookback": hp.lookback,
+        "switch_epoch": args.switch_epoch, "ema": args.ema, "horizon": hp.horizon, "lookback": hp.lookback,
         "seed": config.get("seed_everything"),
         "epochs_run": trainer.current_epoch, "best_epoch": best_epoch + 1, "max_epochs": trainer.max_epochs,
         "train_steps": trainer.global_step, "patience": None if stop is None else stop.patience,

@@ -88,3 +88,21 @@ def test_resume_continues_an_interrupted_run_as_if_uninterrupted(run_protocol, c
     lines = out.read_text().splitlines()
     again = run_protocol.main([*common, "--epochs", "3", "--runs-dir", str(tmp_path / "b"), "--out", str(out)])
     assert again == json.loads(json.dumps(resumed)) and out.read_text().splitlines() == lines
+
+
+def test_ema_validates_and_tests_the_averaged_weights(run_protocol, config, tmp_path):
+    import torch
+
+    record = run_protocol.main(["--config", str(config), "--epochs", "2", "--seed", "3", "--ema", "0.9",
+                                "--threads", "1", "--runs-dir", str(tmp_path / "runs"),
+                                "--out", str(tmp_path / "runs.jsonl")])
+    assert record["ema"] == 0.9 and record["name"] == "series_patchtst_continuous_h8_s3_ema0.9"
+    (best,) = (tmp_path / "runs" / record["name"]).rglob("epoch=*.ckpt")
+    checkpoint = torch.load(best, map_location="cpu", weights_only=False)
+    # the checkpoint (what the test reads) holds the average; the trained weights are kept beside it
+    averaged, current = checkpoint["state_dict"], checkpoint["current_model_state"]
+    assert averaged.keys() == current.keys()
+    assert any(not torch.equal(averaged[k], current[k]) for k in averaged if averaged[k].is_floating_point())
+    with pytest.raises(SystemExit, match="--ema wants a decay"):
+        run_protocol.main(["--config", str(config), "--ema", "1.5", "--runs-dir", str(tmp_path / "bad"),
+                           "--out", str(tmp_path / "bad.jsonl")])
