@@ -103,8 +103,40 @@ class _Buckets:
         out[self.slot_of[key[sel]], rank[sel]] = values[sel]
         return out
 
+    def gather(self, padded: list[Tensor], key: Tensor, rank: Tensor) -> Tensor:
+        """The inverse of ``scatter`` over all buckets: ``padded[b]`` [R_b, W_b, ...] -> elements [E, ...]."""
+        out = padded[0].new_zeros((key.numel(), *padded[0].shape[2:]))
+        for b, rows in enumerate(padded):
+            sel = torch.nonzero(self.bucket_of[key] == b).squeeze(1)
+            out = out.index_copy(0, sel, rows[self.slot_of[key[sel]], rank[sel]])
+        return out
+
 
 POSITIONS = ("time", "rows")
+
+
+def distinct_times(batch: Tensor, time: Tensor, n_series: int) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """The distinct times of each series, in order: elements (series ``batch`` [E], ``time`` [E]) ->
+    (slot [E], counts [n_series], times [n_series, T], width T): element e lies at
+    ``times[batch[e], slot[e]] == time[e]``; row b holds its ``counts[b]`` distinct times increasing, then
+    padding (times continuing one apart after the last, so that a row always increases).
+    """
+    if time.numel() == 0:
+        return (torch.zeros(0, dtype=torch.long, device=time.device),
+                torch.zeros(n_series, dtype=torch.long, device=time.device), time.new_zeros(n_series, 1), 1)
+    pairs = torch.stack([batch.to(time.dtype), time], dim=1)
+    unique, inverse = torch.unique(pairs, dim=0, return_inverse=True)      # sorted by (series, time)
+    owner = unique[:, 0].long()
+    counts = torch.bincount(owner, minlength=n_series)
+    first = torch.cumsum(counts, 0) - counts
+    rank = torch.arange(unique.shape[0], device=time.device) - first[owner]
+    width = max(1, int(counts.max()))
+    is_last = rank == counts[owner] - 1
+    last = time.new_zeros(n_series).index_copy(0, owner[is_last], unique[is_last, 1])
+    slot = torch.arange(width, device=time.device, dtype=time.dtype)
+    times = last[:, None] + slot[None, :] + 1.0 - counts[:, None].to(time.dtype)   # padding after the last
+    times[owner, rank] = unique[:, 1]
+    return rank[inverse], counts, times, width
 
 
 def row_positions(time: Tensor, mask: Tensor, *, past: bool) -> Tensor:
@@ -241,6 +273,7 @@ class IrregularTransformer(nn.Module):
         n_quantiles: Optional[int] = None,
         median_index: Optional[int] = None,
         n_static: int = 0,
+        series_layers: Optional[int] = None,
     ) -> None:
         super().__init__()
         check_quantile_count(n_quantiles)
@@ -286,6 +319,36 @@ class IrregularTransformer(nn.Module):
                 nn.init.zeros_(param)
         self.n_static = n_static       # created last: a model without statics draws the same weights as before
         self.static_embedding = nn.Linear(2 * n_static, d_model) if n_static else None
+        if series_layers is not None and (isinstance(series_layers, bool) or not isinstance(series_layers, int)
+                                          or series_layers < 0):
+            raise ValueError(f"`series_layers` must be None or an int >= 0, got {series_layers!r}")
+        self.series_layers = series_layers  # created after the rest: None draws the same weights as before
+        if series_layers is not None:
+            self.series_in = nn.Linear(d_model, d_model)
+            self.series_blocks = nn.ModuleList(_Block(d_model, n_heads, d_ff, dropout, **temporal)
+                                               for _ in range(series_layers))
+            self.norm_series = nn.LayerNorm(d_model)
+            self.series_cross = nn.ModuleList(_Block(d_model, n_heads, d_ff, dropout, **temporal)
+                                              for _ in range(n_decoder_layers))
+        else:
+            self.series_cross = None
+
+    def _series_memory(self, encoded: Tensor, series: Tensor, time: Tensor, n_series: int
+                       ) -> tuple[Tensor, Tensor, Tensor]:
+        """The series sequence: encoded knots [E, d] of series ``series`` [E] at ``time`` [E] -> one token per
+        distinct time of a series (the mean of the knots observed then), read by ``series_blocks``.
+
+        Returns (memory [B, T, d] normalised, times [B, T], counts [B] distinct times per series).
+        """
+        slot, counts, times, width = distinct_times(series, time, n_series)
+        d = encoded.shape[-1]
+        total = encoded.new_zeros(n_series, width, d).index_put((series, slot), encoded, accumulate=True)
+        number = encoded.new_zeros(n_series, width).index_put((series, slot), encoded.new_ones(series.numel()),
+                                                              accumulate=True)
+        x = self.series_in(total / number.clamp(min=1.0)[..., None])
+        for block in self.series_blocks:
+            x = block(x, times, key_lengths=counts)
+        return self.norm_series(x), times, counts
 
     def forward(
         self,
@@ -356,6 +419,9 @@ class IrregularTransformer(nn.Module):
             back = summary_out(state).reshape(B * V, d)
             tokens = [t + back[rows][:, None, :] for t, rows in zip(tokens, buckets.rows)]
         memory = [self.norm_memory(t) for t in tokens]
+        if self.series_cross is not None:
+            encoded = buckets.gather(tokens, key, rank) if order.numel() else tokens_flat   # [E, d]
+            series = self._series_memory(encoded, key // V, time_flat, B)
 
         # -- queries: decoded per (series, variable), reading that variable's knots -------------------------
         last = x_time.new_zeros(B * V, 2)                                                 # value, time
@@ -396,7 +462,7 @@ class IrregularTransformer(nn.Module):
             groups.append((index, g_slot, q_rank[index], width, q_times, layout))
 
         x = q_flat                                                                        # [Q, d]
-        for block in self.decoder:
+        for layer, block in enumerate(self.decoder):
             attn = block.attn
             H, D = attn.n_heads, attn.head_dim
             q_proj = attn.project_query(block.norm_attn(x))                               # [Q, d]
@@ -415,6 +481,12 @@ class IrregularTransformer(nn.Module):
                 o = o.index_copy(0, index, og[g_slot, g_rank])
             x = x + attn.output(o)
             x = x + block.dropout(block.ff(block.norm_ffn(x)))
+            if self.series_cross is not None:          # then every query reads all of its series' history
+                series_memory, series_times, series_counts = series
+                padded = x.new_zeros(y_time.numel(), d).index_copy(0, q_order, x).view(*y_time.shape, d)
+                padded = self.series_cross[layer](padded, y_time, memory=series_memory,
+                                                  memory_positions=series_times, key_lengths=series_counts)
+                x = padded.reshape(-1, d)[q_order]
         out_flat = self.head(self.norm_out(x))                                            # [Q, 1 or n_quantiles]
         if self.residual:
             out_flat = out_flat + q_last[:, :1]                                           # 0 if never observed
