@@ -198,3 +198,79 @@ def test_row_positions_hide_gaps(attention):
     torch.testing.assert_close(rows(**stretched), rows(**batch), rtol=1e-10, atol=1e-10)
     real = build(attention)
     assert (real(**stretched) - real(**batch))[batch["y_mask"]].abs().max() > 1e-6
+
+
+# -- the series sequence (series_layers): one token per distinct history time of a series --------------------
+
+def test_distinct_times_map_every_element_to_its_series_time():
+    from tsattn.models.irregular import distinct_times
+
+    series = torch.tensor([0, 0, 0, 2, 2, 0])
+    time = torch.tensor([-5.0, -1.0, -5.0, -3.0, -0.5, -2.0])
+    slot, counts, times, width = distinct_times(series, time, 3)
+    assert width == 3 and counts.tolist() == [3, 0, 2]
+    torch.testing.assert_close(times[series, slot], time, rtol=0, atol=0)        # each element at its time
+    torch.testing.assert_close(times[0], torch.tensor([-5.0, -2.0, -1.0]))
+    torch.testing.assert_close(times[2, :2], torch.tensor([-3.0, -0.5]))
+    assert (times.diff(dim=1) > 0).all()                                          # padding keeps rows increasing
+    empty = distinct_times(series[:0], time[:0], 2)
+    assert empty[1].tolist() == [0, 0] and empty[3] == 1
+
+
+def test_series_layers_none_is_the_model_as_before():
+    """The option's modules are drawn after the others: None and the default draw the same weights, and a
+    model with the series sequence keeps them (its extra weights come on top)."""
+    def weights(**kw):
+        torch.manual_seed(0)
+        return dict(IrregularTransformer(V, d_model=16, n_heads=2, d_ff=32, **kw).named_parameters())
+
+    plain, none, series = weights(), weights(series_layers=None), weights(series_layers=1)
+    assert plain.keys() == none.keys() and all(torch.equal(plain[k], v) for k, v in none.items())
+    assert all(torch.equal(series[k], v) for k, v in plain.items())
+    assert any(k.startswith("series_") for k in series)
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="series_layers"):
+            IrregularTransformer(V, series_layers=bad)
+
+
+@pytest.mark.parametrize("attention,series_layers", list(itertools.product(ATTENTIONS, [0, 2])))
+def test_series_sequence_shapes_buckets_and_no_leakage(attention, series_layers):
+    model, batch = build(attention, series_layers=series_layers), observation_batch(dtype=torch.float64)
+    out = model(**batch)
+    assert torch.isfinite(out).all() and (out[~batch["y_mask"]] == 0).all()
+    assert (out - build(attention)(**batch))[batch["y_mask"]].abs().max() > 1e-6   # the new path is read
+    for n in (1, 3):
+        model.n_buckets = n
+        torch.testing.assert_close(model(**batch), out, rtol=1e-12, atol=1e-12)
+    other = dict(batch, y_time=batch["y_time"].clone(), y_var=batch["y_var"].clone())
+    other["y_time"][:, 10:] += 5.0
+    other["y_var"][:, 10:] = (other["y_var"][:, 10:] + 1) % V
+    keep = batch["y_mask"][:, :10]
+    torch.testing.assert_close(model(**other)[:, :10][keep], out[:, :10][keep], rtol=1e-12, atol=1e-12)
+    model.train()
+    model(**batch)[batch["y_mask"]].square().mean().backward()
+    assert all(p.grad is not None for p in model.parameters())
+    n = set_attention(model, "softmax" if attention == "continuous" else "continuous")
+    assert n == len(model.temporal) + len(model.decoder) + series_layers + len(model.series_cross)
+
+
+@pytest.mark.parametrize("attention", ATTENTIONS)
+def test_series_sequence_reads_when_other_variables_were_observed(attention):
+    """Through the series sequence a query of variable 0 sees *when* variable 1 was observed, in its time
+    order among all observations; moving variable 1's observations in time moves variable 0's forecasts."""
+    batch = observation_batch(dtype=torch.float64)
+    shifted = dict(batch, x_time=torch.where(batch["x_var"] == 1, batch["x_time"] - 0.25, batch["x_time"]))
+    queries = batch["y_mask"] & (batch["y_var"] == 0)
+    queries[0] = False
+    model = build(attention, series_layers=1)
+    assert (model(**shifted) - model(**batch))[queries].abs().max() > 1e-6
+    # with the series blocks' outputs zeroed the model is the base model again, weight for weight
+    for block in model.series_cross:
+        torch.nn.init.zeros_(block.attn.out_proj.weight)
+        torch.nn.init.zeros_(block.attn.out_proj.bias)
+        torch.nn.init.zeros_(block.ff.net[-1].weight)
+        torch.nn.init.zeros_(block.ff.net[-1].bias)
+    base = build(attention)
+    base.load_state_dict({k: v for k, v in model.state_dict().items() if not k.startswith(("series_", "norm_series"))})
+    torch.testing.assert_close(model(**batch)[batch["y_mask"]], base(**batch)[batch["y_mask"]], rtol=1e-10,
+                               atol=1e-10)

@@ -16,6 +16,13 @@
               times) -> FFN] -> Linear -> the forecast value at (t, v)
               (``residual=True``: -> + the variable's last observed value: the Linear forecasts the
               change since then, and starts at zero, i.e. at the last-observation forecast)
+    ``series_layers=L`` adds the series sequence: one token per distinct history time of a series (the
+    mean of the encoded knots observed at that time, whatever their variables), L temporal
+    self-attention blocks over it (continuous: the integral runs over the gaps between the series'
+    observation times), and after each decoder block a cross-attention from every query to it. The
+    variable block only passes each variable's mean state; this path lets a query read when and in
+    what order the other variables moved (a lab drawn with a vital-sign change, a ventilator setting
+    with a blood gas).
 
 Why this shape. mTAND attends from reference times to every observation with learned time
 embeddings; t-PatchGNN cuts each variable's observations into time patches, encodes each patch
@@ -249,6 +256,9 @@ class IrregularTransformer(nn.Module):
         n_static: K static covariates per series (``forward``'s ``static`` [B, 2K]: scaled values and
             known flags): a linear embedding added to every variable's state before the variable
             blocks, so that every history and query of the series reads it. 0: none (no weights).
+        series_layers: None (no series sequence: the model as before, the same weights drawn) or L >= 0:
+            the series sequence with L self-attention blocks (module docstring); its attentions are
+            temporal, so they follow ``attention`` and ``set_attention``.
     """
 
     def __init__(
