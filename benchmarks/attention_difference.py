@@ -12,8 +12,10 @@ distance ``0.5 * sum |w_continuous - w_softmax|`` over query rows and heads (0: 
 disjoint), by the number of keys L a row reads, the same distance over the keys alone (each row's
 weights on the keys renormalised to one: where in the history each looks), and the weight each puts
 on the sink. Rows with no
-keys (variables never observed: both read the sink alone) and padded queries are left out. Appends one
-JSON line per model to ``--out``.
+keys (variables never observed: both read the sink alone) and padded queries are left out. A model with
+the series sequence (``series_layers``) has two more kinds, "series self" (self-attention over the
+series' distinct observation times, all variables in one sequence: longer and denser) and "series
+cross" (forecast queries to it). Appends one JSON line per model to ``--out``.
 """
 from __future__ import annotations
 
@@ -35,6 +37,7 @@ sys.path.insert(0, str(ROOT))
 from tsattn.nn.attention import MultiHeadAttention  # noqa: E402
 
 BUCKETS = ((1, 1), (2, 3), (4, 7), (8, 15), (16, 10**9))
+KINDS = ("self", "cross", "series self", "series cross")
 
 
 def bucket_name(lo: int, hi: int) -> str:
@@ -44,7 +47,9 @@ def bucket_name(lo: int, hi: int) -> str:
 class Probe:
     """Wraps ``MultiHeadAttention.attend``: the model's own output, plus both weightings' rows."""
 
-    def __init__(self) -> None:
+    def __init__(self, series_modules: Sequence[MultiHeadAttention] = ()) -> None:
+        self.series = {id(m) for m in series_modules}  # layers of the series sequence: kinds of their own
+        self.query_mask: Optional[torch.Tensor] = None  # [B, M] real forecast queries of the current batch
         self.tv = collections.defaultdict(float)      # (kind, bucket) -> summed distance
         self.rows = collections.defaultdict(int)
         self.tv_keys = collections.defaultdict(float)  # (kind, bucket) -> the same over the keys alone
@@ -85,6 +90,7 @@ class Probe:
         B, H, M, D = q.shape
         N = k.shape[2]
         kind = "self" if (memory_positions is positions and M == N) else "cross"
+        series = id(module) in self.series
         lengths = key_lengths if key_lengths is not None else torch.full((B,), N, device=q.device)
         # positions are the same tensor for self-attention: pass it twice, as the model does
         args = (q, k, v, positions, positions if kind == "self" else memory_positions, key_lengths)
@@ -96,8 +102,13 @@ class Probe:
         tv_keys = 0.5 * (keys_only["continuous"] - keys_only["softmax"]).abs().sum(-1)
         if kind == "self":
             valid = torch.arange(M, device=q.device)[None, :] < lengths[:, None]          # [B, M]
+        elif series:                     # queries in the batch's own [B, Ny] layout: padding is not zero
+            if self.query_mask is None or tuple(self.query_mask.shape) != (B, M):
+                raise ValueError("a series cross-attention needs the batch's y_mask: set Probe.query_mask")
+            valid = self.query_mask.to(q.device)
         else:
             valid = q.abs().sum(-1).amax(1) > 0                                           # [B, M]: real queries
+        kind = f"series {kind}" if series else kind
         valid = valid & (lengths[:, None] > 0)
         L = lengths[:, None].expand(B, M)
         for lo, hi in BUCKETS:
@@ -119,22 +130,27 @@ def analyse(run: pathlib.Path, stays: int, threads: int) -> dict:
     dm = f._datamodule(None)
     dm.setup("test")
     module = f.module.eval()
+    net = module.net
+    series = [m for name, m in net.named_modules() if isinstance(m, MultiHeadAttention)
+              and name.startswith(("series_blocks.", "series_cross."))]
     start, seen = time.perf_counter(), 0
-    with Probe() as probe, torch.no_grad(), warnings.catch_warnings():
+    with Probe(series) as probe, torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for batch in dm.evaluation_loader("val"):
+            probe.query_mask = batch["y_mask"]
             module.task.forward(module, batch)
             seen += int(batch["y_var"].shape[0])
             if seen >= stays:
                 break
     table = {f"{kind} L={b}": {"rows": probe.rows[(kind, b)], "tv": probe.tv[(kind, b)] / probe.rows[(kind, b)],
                                "tv_keys": probe.tv_keys[(kind, b)] / probe.rows[(kind, b)]}
-             for kind in ("self", "cross") for b in (bucket_name(*x) for x in BUCKETS) if probe.rows[(kind, b)]}
-    total = {kind: sum(probe.rows[(kind, bucket_name(*x))] for x in BUCKETS) for kind in ("self", "cross")}
+             for kind in KINDS for b in (bucket_name(*x) for x in BUCKETS) if probe.rows[(kind, b)]}
+    total = {kind: sum(probe.rows[(kind, bucket_name(*x))] for x in BUCKETS) for kind in KINDS}
+    total = {kind: n for kind, n in total.items() if n}
     mean = {kind: sum(probe.tv[(kind, bucket_name(*x))] for x in BUCKETS) / max(total[kind], 1) for kind in total}
     mean_keys = {kind: sum(probe.tv_keys[(kind, bucket_name(*x))] for x in BUCKETS) / max(total[kind], 1) for kind in total}
     sink = {f"{kind} {a}": probe.sink[(kind, a)] / max(total[kind], 1)                 # per row and head
-            for kind in ("self", "cross") for a in ("continuous", "softmax")}
+            for kind in total for a in ("continuous", "softmax")}
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     return {"run": str(run.relative_to(ROOT) if run.is_relative_to(ROOT) else run), "checkpoint": ckpt.name,
             "trained_with": module.hparams.attention, "stays": seen, "mean_tv": mean, "mean_tv_keys": mean_keys, "by_keys": table,

@@ -50,3 +50,26 @@ def test_the_probe_averages_over_rows_and_heads(benchmark_script):
     sink = w["softmax"][..., 0].permute(0, 2, 1)[valid].mean()                        # over rows and heads
     assert abs(probe.sink[("self", "softmax")] / rows - float(sink)) < 1e-9
     assert 0.0 <= probe.tv[("self", "4-7")] / rows <= 1.0
+
+
+def test_series_layers_are_counted_as_their_own_kinds(benchmark_script):
+    """Layers of the series sequence go to "series self" / "series cross"; a series cross-attention reads
+    which queries are real from the batch's mask (its padded queries are not zero vectors)."""
+    module_ = benchmark_script("attention_difference")
+    torch.manual_seed(2)
+    attn = MultiHeadAttention(8, 2, attention="continuous", sink="learned", backend="torch").double()
+    B, H, N, M, D = 2, 2, 5, 3, 4
+    q, k, v = torch.randn(B, H, M, D).double(), torch.randn(B, H, N, D).double(), torch.randn(B, H, N, D).double()
+    times = torch.cumsum(torch.rand(B, N).double() + 0.1, dim=1)
+    positions = torch.rand(B, M).double() + times[:, -1:]
+    lengths = torch.tensor([5, 2])
+    probe = module_.Probe([attn])
+    with pytest.raises(ValueError, match="query_mask"):
+        probe.record(attn, q, k, v, positions, times, lengths)
+    probe.query_mask = torch.tensor([[True, True, False], [True, False, False]])
+    probe.record(attn, q, k, v, positions, times, lengths)
+    assert probe.rows[("series cross", "4-7")] == 2 * H and probe.rows[("series cross", "2-3")] == 1 * H
+    assert not any(kind == "cross" for kind, _ in probe.rows)
+    plain = module_.Probe()
+    plain.record(attn, q, k, v, positions, times, lengths)                    # not a series layer: "cross"
+    assert sum(plain.rows[("cross", b)] for b in ("4-7", "2-3")) == B * M * H
