@@ -13,7 +13,9 @@ best validation checkpoint on every test window, and appends one JSON line to
 ``benchmarks/results/runs.jsonl`` with the metrics, epochs, steps, seconds per epoch, command and
 git commit.
 
-What the runner adds to a config: each run lives in ``runs/<name>/`` (``--runs-dir``; this replaces
+What the runner adds to a config: each run lives in ``runs/<name>/`` (the name: data, model, attention,
+seed, then ``_series<L>`` for the irregular model's series sequence, ``_split<S>`` for a split seed set in
+the config, ``_switch<E>``, ``_ema<DECAY>``; ``--runs-dir``; this replaces
 ``trainer.default_root_dir``, so that seeds and variants of one config do not share a folder), a
 ``CSVLogger`` there when the config sets no logger, no progress bar unless the config asks for
 one, an ``EpochTimer``, and a ``ModelCheckpoint`` on ``val_mse`` when the config has none (the
@@ -138,6 +140,9 @@ def run_name(config: dict[str, Any], switch_epoch: Optional[int], ema: Optional[
     horizon = f"_h{data['horizon']}" if data.get("horizon") is not None else ""
     name = (f"{dataset}_{model.get('model', 'patchtst')}_{model.get('attention', 'softmax')}{horizon}"
             f"_s{config.get('seed_everything')}")
+    series = (model.get("model_kwargs") or {}).get("series_layers")
+    name = name if series is None else f"{name}_series{series}"          # IrregularTransformer's series sequence
+    name = name if data.get("split_seed") is None else f"{name}_split{data['split_seed']}"
     name = name if switch_epoch is None else f"{name}_switch{switch_epoch}"
     return name if ema is None else f"{name}_ema{ema:g}"
 

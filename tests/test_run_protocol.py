@@ -106,3 +106,16 @@ def test_ema_validates_and_tests_the_averaged_weights(run_protocol, config, tmp_
     with pytest.raises(SystemExit, match="--ema wants a decay"):
         run_protocol.main(["--config", str(config), "--ema", "1.5", "--runs-dir", str(tmp_path / "bad"),
                            "--out", str(tmp_path / "bad.jsonl")])
+
+
+def test_run_names_tell_apart_the_series_sequence_and_the_split(benchmark_script):
+    """Runs that differ in the series sequence or the split seed get folders of their own (so --resume and
+    the records never mix them); a config that sets neither keeps its name."""
+    rp = benchmark_script("run_protocol")
+    config = {"seed_everything": 1, "model": {"model": "irregular", "attention": "continuous", "model_kwargs": {}},
+              "data": {"class_path": "tsattn.data.ObservationDataModule", "init_args": {"data": "physionet2012"}}}
+    assert rp.run_name(config, None) == "physionet2012_irregular_continuous_s1"
+    config["model"]["model_kwargs"]["series_layers"] = 1
+    config["data"]["init_args"]["split_seed"] = 43
+    assert rp.run_name(config, None) == "physionet2012_irregular_continuous_s1_series1_split43"
+    assert rp.run_name(config, 2, 0.999) == "physionet2012_irregular_continuous_s1_series1_split43_switch2_ema0.999"
