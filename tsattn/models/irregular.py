@@ -122,7 +122,20 @@ class _Buckets:
 POSITIONS = ("time", "rows")
 
 
-def distinct_times(batch: Tensor, time: Tensor, n_series: int) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+def _distinct_ranks(batch: Tensor, time: Tensor, n_series: int) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+    """Elements (series ``batch`` [E], ``time`` [E]) -> (slot [E]: the rank of the element's time among
+    its series' distinct times, counts [n_series]: distinct times per series, and per distinct
+    (series, time) pair, sorted: its time [U], series [U] and rank [U])."""
+    pairs = torch.stack([batch.to(time.dtype), time], dim=1)
+    unique, inverse = torch.unique(pairs, dim=0, return_inverse=True)      # sorted by (series, time)
+    owner = unique[:, 0].long()
+    counts = torch.bincount(owner, minlength=n_series)
+    first = torch.cumsum(counts, 0) - counts
+    rank = torch.arange(unique.shape[0], device=time.device) - first[owner]
+    return rank[inverse], counts, unique[:, 1], owner, rank
+
+
+def distinct_times(batch: Tensor, time: Tensor, n_series: int) -> tuple[Tensor, Tensor, Tensor, int]:
     """The distinct times of each series, in order: elements (series ``batch`` [E], ``time`` [E]) ->
     (slot [E], counts [n_series], times [n_series, T], width T): element e lies at
     ``times[batch[e], slot[e]] == time[e]``; row b holds its ``counts[b]`` distinct times increasing, then
@@ -131,19 +144,14 @@ def distinct_times(batch: Tensor, time: Tensor, n_series: int) -> tuple[Tensor, 
     if time.numel() == 0:
         return (torch.zeros(0, dtype=torch.long, device=time.device),
                 torch.zeros(n_series, dtype=torch.long, device=time.device), time.new_zeros(n_series, 1), 1)
-    pairs = torch.stack([batch.to(time.dtype), time], dim=1)
-    unique, inverse = torch.unique(pairs, dim=0, return_inverse=True)      # sorted by (series, time)
-    owner = unique[:, 0].long()
-    counts = torch.bincount(owner, minlength=n_series)
-    first = torch.cumsum(counts, 0) - counts
-    rank = torch.arange(unique.shape[0], device=time.device) - first[owner]
+    slot, counts, unique, owner, rank = _distinct_ranks(batch, time, n_series)
     width = max(1, int(counts.max()))
     is_last = rank == counts[owner] - 1
-    last = time.new_zeros(n_series).index_copy(0, owner[is_last], unique[is_last, 1])
-    slot = torch.arange(width, device=time.device, dtype=time.dtype)
-    times = last[:, None] + slot[None, :] + 1.0 - counts[:, None].to(time.dtype)   # padding after the last
-    times[owner, rank] = unique[:, 1]
-    return rank[inverse], counts, times, width
+    last = time.new_zeros(n_series).index_copy(0, owner[is_last], unique[is_last])
+    steps = torch.arange(width, device=time.device, dtype=time.dtype)
+    times = last[:, None] + steps[None, :] + 1.0 - counts[:, None].to(time.dtype)   # padding after the last
+    times[owner, rank] = unique
+    return slot, counts, times, width
 
 
 def row_positions(time: Tensor, mask: Tensor, *, past: bool) -> Tensor:
@@ -155,16 +163,10 @@ def row_positions(time: Tensor, mask: Tensor, *, past: bool) -> Tensor:
         time: [B, N]; mask: [B, N] bool (True = real).
     """
     B = time.shape[0]
-    batch = torch.arange(B, device=time.device)[:, None].expand_as(time)
-    owner = torch.where(mask, batch, B).to(time.dtype)                      # padding: a batch of its own
-    pairs = torch.stack([owner.reshape(-1), torch.where(mask, time, 0.0).reshape(-1)], dim=1)
-    unique, inverse = torch.unique(pairs, dim=0, return_inverse=True)       # sorted by (batch, time)
-    owners = unique[:, 0].long()
-    count = torch.bincount(owners, minlength=B + 1)                         # distinct times per batch
-    first = torch.cumsum(count, 0) - count
-    rank = torch.arange(unique.shape[0], device=time.device) - first[owners]
-    position = (rank - count[owners]) if past else rank
-    return torch.where(mask, position[inverse].view_as(time).to(time.dtype), 0.0)
+    batch = torch.arange(B, device=time.device)[:, None].expand_as(time)[mask]
+    slot, counts, *_ = _distinct_ranks(batch, time[mask], B)
+    position = (slot - counts[batch]) if past else slot
+    return time.new_zeros(time.shape).masked_scatter(mask, position.to(time.dtype))
 
 
 class _Block(nn.Module):
