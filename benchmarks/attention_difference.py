@@ -145,11 +145,10 @@ def analyse(run: pathlib.Path, stays: int, threads: int) -> dict:
     table = {f"{kind} L={b}": {"rows": probe.rows[(kind, b)], "tv": probe.tv[(kind, b)] / probe.rows[(kind, b)],
                                "tv_keys": probe.tv_keys[(kind, b)] / probe.rows[(kind, b)]}
              for kind in KINDS for b in (bucket_name(*x) for x in BUCKETS) if probe.rows[(kind, b)]}
-    total = {kind: sum(probe.rows[(kind, bucket_name(*x))] for x in BUCKETS) for kind in KINDS}
-    total = {kind: n for kind, n in total.items() if n}
-    mean = {kind: sum(probe.tv[(kind, bucket_name(*x))] for x in BUCKETS) / max(total[kind], 1) for kind in total}
-    mean_keys = {kind: sum(probe.tv_keys[(kind, bucket_name(*x))] for x in BUCKETS) / max(total[kind], 1) for kind in total}
-    sink = {f"{kind} {a}": probe.sink[(kind, a)] / max(total[kind], 1)                 # per row and head
+    total = {kind: n for kind in KINDS if (n := sum(probe.rows[(kind, bucket_name(*x))] for x in BUCKETS))}
+    mean = {kind: sum(probe.tv[(kind, bucket_name(*x))] for x in BUCKETS) / total[kind] for kind in total}
+    mean_keys = {kind: sum(probe.tv_keys[(kind, bucket_name(*x))] for x in BUCKETS) / total[kind] for kind in total}
+    sink = {f"{kind} {a}": probe.sink[(kind, a)] / total[kind]                          # per row and head
             for kind in total for a in ("continuous", "softmax")}
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     return {"run": str(run.relative_to(ROOT) if run.is_relative_to(ROOT) else run), "checkpoint": ckpt.name,
