@@ -2,13 +2,16 @@
 
     python benchmarks/summarize_runs.py --tag "full protocol" --dataset physionet2012
     python benchmarks/summarize_runs.py --runs benchmarks/results/runs.jsonl --tag "gap p=0.5" --mse-unit 1
+    python benchmarks/summarize_runs.py --match config=irregular_series_ --match "tag=series_layers=1"
 
-Reads the JSON lines that ``run_protocol.py`` appends (``--runs``, default
-``benchmarks/results/runs.jsonl``), keeps the records whose tag contains ``--tag`` (and whose dataset
-is ``--dataset``, when given) and that were tested, and prints for each: attention, seed, epochs run
+Reads the JSON lines that ``run_protocol.py`` (and ``eval_checkpoint.py``) append (``--runs``, default
+``benchmarks/results/runs.jsonl``), keeps the records that were tested, whose dataset is ``--dataset``
+(when given) and that match the selection: the tag contains ``--tag``, or, for any ``--match
+FIELD=TEXT`` (repeatable; a record is kept when any one matches), the record's FIELD contains TEXT.
+It prints for each: attention, seed, epochs run
 (best validation epoch), best validation MSE, test MSE and MAE (in units of ``--mse-unit`` /
 ``--mae-unit``: 1e-3 and 1e-2 by default, the PhysioNet table's), median seconds per epoch and the
-commit. Then, per attention, the mean +- standard deviation over its seeds (the sample standard
+commit (a checkpoint evaluated by ``eval_checkpoint.py`` has no epoch count or timing: "-"). Then, per attention, the mean +- standard deviation over its seeds (the sample standard
 deviation, n - 1 in the denominator). When a seed was run more than once with the same tag, the
 latest record counts.
 """
@@ -23,20 +26,42 @@ from typing import Any, Optional, Sequence
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
-def load_records(paths: Sequence[pathlib.Path], tag: str, dataset: Optional[str]) -> list[dict[str, Any]]:
-    """The tested records of ``paths`` whose tag contains ``tag``, the latest per (attention, seed)."""
+def parse_match(text: str) -> tuple[str, str]:
+    """``FIELD=TEXT`` -> (FIELD, TEXT); the first ``=`` splits, so TEXT may hold more."""
+    field, sep, value = text.partition("=")
+    if not sep or not field or not value:
+        raise argparse.ArgumentTypeError(f"--match takes FIELD=TEXT (e.g. config=irregular_series_), got {text!r}")
+    return field, value
+
+
+def selected(record: dict[str, Any], tag: Optional[str], matches: Sequence[tuple[str, str]]) -> bool:
+    """Whether ``record`` is in the selection: its tag contains ``tag``, or any (FIELD, TEXT) of ``matches``
+    has TEXT in the record's FIELD (a missing field matches nothing)."""
+    if tag is not None and tag in (record.get("tag") or ""):
+        return True
+    return any(text in str(record.get(field) or "") for field, text in matches)
+
+
+def load_records(paths: Sequence[pathlib.Path], tag: Optional[str], dataset: Optional[str],
+                 matches: Sequence[tuple[str, str]] = ()) -> list[dict[str, Any]]:
+    """The tested records of ``paths`` in the selection (see ``selected``), the latest per (attention, seed)."""
     latest: dict[tuple[str, int], dict[str, Any]] = {}
     for path in paths:
         for line in path.read_text().splitlines():
             if not line.strip():
                 continue
             record = json.loads(line)
-            if tag not in (record.get("tag") or "") or "test_mse" not in record:
+            if not selected(record, tag, matches) or "test_mse" not in record:
                 continue
             if dataset is not None and record.get("dataset") != dataset:
                 continue
             latest[(record["attention"], record["seed"])] = record
     return [latest[key] for key in sorted(latest)]
+
+
+def best_val(record: dict[str, Any]) -> float:
+    """The best validation MSE: ``best_val_mse`` of a protocol run, ``val_mse`` of an evaluated checkpoint."""
+    return record["best_val_mse"] if "best_val_mse" in record else record["val_mse"]
 
 
 def mean_std(values: Sequence[float]) -> str:
@@ -53,15 +78,15 @@ def table(records: Sequence[dict[str, Any]], mse_unit: float, mae_unit: float) -
     for r in records:
         seconds = r.get("seconds_per_epoch_median")
         lines.append(
-            f"| {r['attention']} | {r['seed']} | {r['epochs_run']} ({r['best_epoch']}) | "
-            f"{r['best_val_mse'] / mse_unit:.2f} | {r['test_mse'] / mse_unit:.2f} | {r['test_mae'] / mae_unit:.2f} | "
+            f"| {r['attention']} | {r['seed']} | {r.get('epochs_run', '-')} ({r['best_epoch']}) | "
+            f"{best_val(r) / mse_unit:.2f} | {r['test_mse'] / mse_unit:.2f} | {r['test_mae'] / mae_unit:.2f} | "
             f"{'-' if seconds is None else f'{seconds:.0f}'} | {r['commit']} |"
         )
     for attention in sorted({r["attention"] for r in records}):
         own = [r for r in records if r["attention"] == attention]
         seeds = ",".join(str(r["seed"]) for r in own)
         lines.append(
-            f"| **{attention}: mean +- std** | {seeds} | | {mean_std([r['best_val_mse'] / mse_unit for r in own])} | "
+            f"| **{attention}: mean +- std** | {seeds} | | {mean_std([best_val(r) / mse_unit for r in own])} | "
             f"**{mean_std([r['test_mse'] / mse_unit for r in own])}** | "
             f"**{mean_std([r['test_mae'] / mae_unit for r in own])}** | | |"
         )
@@ -71,7 +96,9 @@ def table(records: Sequence[dict[str, Any]], mse_unit: float, mae_unit: float) -
 def main(argv: Optional[Sequence[str]] = None) -> str:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=pathlib.Path, nargs="+", default=[ROOT / "benchmarks" / "results" / "runs.jsonl"])
-    parser.add_argument("--tag", required=True, help="keep the records whose tag contains this text")
+    parser.add_argument("--tag", help="keep the records whose tag contains this text")
+    parser.add_argument("--match", type=parse_match, action="append", default=[], metavar="FIELD=TEXT",
+                        help="keep the records whose FIELD contains TEXT (repeatable: any one suffices)")
     parser.add_argument("--dataset", help="keep only this dataset's records")
     parser.add_argument("--mse-unit", type=float, default=1e-3)
     parser.add_argument("--mae-unit", type=float, default=1e-2)
@@ -79,9 +106,13 @@ def main(argv: Optional[Sequence[str]] = None) -> str:
     missing = [str(p) for p in args.runs if not p.is_file()]
     if missing:
         parser.error(f"no such file: {missing}; pass the JSON lines run_protocol.py wrote (--out)")
-    records = load_records(args.runs, args.tag, args.dataset)
+    if args.tag is None and not args.match:
+        parser.error("say which records: --tag TEXT and/or --match FIELD=TEXT")
+    records = load_records(args.runs, args.tag, args.dataset, args.match)
     if not records:
-        parser.error(f"no tested record with a tag containing {args.tag!r}"
+        wanted = ([f"a tag containing {args.tag!r}"] if args.tag is not None else []) + \
+            [f"{field} containing {text!r}" for field, text in args.match]
+        parser.error(f"no tested record with {' or '.join(wanted)}"
                      + (f" on {args.dataset!r}" if args.dataset else "") + f" in {[str(p) for p in args.runs]}")
     text = table(records, args.mse_unit, args.mae_unit)
     print(text)

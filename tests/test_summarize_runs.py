@@ -37,6 +37,25 @@ def test_table_rows_and_mean_std(summarize, tmp_path):
     assert "**5.20 +- 0.14**" in lines[-1] and "**3.60 +- 0.14**" in lines[-1]   # softmax seeds 1 and 2 (latest)
 
 
+def test_match_selects_by_any_field_and_reads_evaluated_checkpoints(summarize, tmp_path):
+    evaluated = {k: v for k, v in record("softmax", 1, 5.0e-3, 3.5e-2, tag="series, seed 1").items()
+                 if k not in ("epochs_run", "best_val_mse", "seconds_per_epoch_median")}
+    evaluated["val_mse"] = 5.3e-3                                        # eval_checkpoint.py's name for it
+    rows = [evaluated, record("softmax", 2, 5.2e-3, 3.7e-2, tag="", config="configs/x/irregular_series_softmax.yaml"),
+            record("softmax", 3, 9e-3, 9e-2, tag="", config="configs/x/irregular_softmax.yaml")]   # not selected
+    path = tmp_path / "runs.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    text = summarize.main(["--runs", str(path), "--match", "config=irregular_series_", "--match", "tag=series, seed"])
+    lines = text.splitlines()
+    assert len(lines) == 2 + 2 + 1
+    assert "| softmax | 1 | - (20) | 5.30 | 5.00 | 3.50 | - | abc1234 |" in lines
+    assert "| 1,2 |" in lines[-1] and "5.30 +- 0.00" in lines[-1] and "**5.10 +- 0.14**" in lines[-1]
+    with pytest.raises(SystemExit):
+        summarize.main(["--runs", str(path), "--match", "config"])           # no =TEXT
+    with pytest.raises(SystemExit):
+        summarize.main(["--runs", str(path)])                                # no selection at all
+
+
 def test_no_matching_record_is_an_error_naming_the_tag(summarize, tmp_path, capsys):
     path = tmp_path / "runs.jsonl"
     path.write_text(json.dumps(record("softmax", 1, 5e-3, 3e-2)) + "\n")
