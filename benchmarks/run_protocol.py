@@ -126,10 +126,17 @@ def set_option(config: dict[str, Any], assignment: str) -> None:
     if not sep or not all(keys):
         raise SystemExit(f"--set wants section.key=value (e.g. model.lr=0.0003); got {assignment!r}")
     node = config
-    for key in keys[:-1]:
+    for depth, key in enumerate(keys[:-1]):
         node = node.setdefault(key, {})
         if not isinstance(node, dict):
             raise SystemExit(f"--set {assignment!r}: {key!r} is not a section of the config")
+        following = keys[depth + 1]
+        if "init_args" in node and following not in node and following not in ("class_path", "init_args"):
+            # a class_path section (e.g. the data module) takes its arguments under init_args; a key beside
+            # them would reach LightningCLI as an unknown option with a generic error
+            fixed = ".".join(keys[:depth + 1] + ["init_args"] + keys[depth + 1:])
+            raise SystemExit(f"--set {assignment!r}: {'.'.join(keys[:depth + 1])!r} takes its arguments under "
+                             f"init_args; write --set {fixed}={text}")
     node[keys[-1]] = yaml.safe_load(text)
 
 

@@ -119,3 +119,18 @@ def test_run_names_tell_apart_the_series_sequence_and_the_split(benchmark_script
     config["data"]["init_args"]["split_seed"] = 43
     assert rp.run_name(config, None) == "physionet2012_irregular_continuous_s1_series1_split43"
     assert rp.run_name(config, 2, 0.999) == "physionet2012_irregular_continuous_s1_series1_split43_switch2_ema0.999"
+
+
+def test_set_option_points_a_class_path_section_at_init_args(benchmark_script):
+    rp = benchmark_script("run_protocol")
+    config = {"data": {"class_path": "x.Data", "init_args": {"data": "physionet2012"}}, "model": {"lr": 1e-3}}
+    rp.set_option(config, "data.init_args.split_seed=43")
+    rp.set_option(config, "model.model_kwargs.series_layers=1")
+    assert config["data"]["init_args"]["split_seed"] == 43 and config["model"]["model_kwargs"] == {"series_layers": 1}
+    rp.set_option(config, "data.init_args.data=ETTh1")                  # a key that is there is replaced
+    assert config["data"]["init_args"]["data"] == "ETTh1"
+    with pytest.raises(SystemExit, match=r"write --set data\.init_args\.split_seed=44"):
+        rp.set_option(config, "data.split_seed=44")
+    assert config["data"]["init_args"]["split_seed"] == 43 and "split_seed" not in config["data"]   # nothing changed
+    with pytest.raises(SystemExit, match="section.key=value"):
+        rp.set_option(config, "data")
