@@ -16,6 +16,9 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
+from .data.errors import DataError
+from .data.validation import check_positive_int
+
 _LOWER = re.compile(r"^forecast-lo-(\d+(?:\.\d+)?)$")
 
 
@@ -78,11 +81,13 @@ def rolling_calibration(frame: pd.DataFrame, windows: int, *, min_points: int = 
 
 
 def check_windows(name: str, windows: object) -> int:
-    """``windows`` (the number of earlier windows to calibrate on) as an int >= 1, else a ``ValueError``."""
-    if isinstance(windows, bool) or not isinstance(windows, (int, np.integer)) or windows < 1:
+    """``windows`` (the number of earlier windows to calibrate on) as an int >= 1 (``check_positive_int``'s
+    test), else a ``ValueError`` that says what the number counts."""
+    try:
+        return check_positive_int(name, windows)
+    except DataError:
         raise ValueError(f"{name}={windows!r}: give a positive number of earlier windows to calibrate each window "
-                         "on, e.g. 720 (a month of hourly cutoffs)")
-    return int(windows)
+                         "on, e.g. 720 (a month of hourly cutoffs)") from None
 
 
 class _SeriesLayout:
