@@ -11,9 +11,10 @@ FIELD=TEXT`` (repeatable; a record is kept when any one matches), the record's F
 It prints for each: attention, seed, epochs run
 (best validation epoch), best validation MSE, test MSE and MAE (in units of ``--mse-unit`` /
 ``--mae-unit``: 1e-3 and 1e-2 by default, the PhysioNet table's), median seconds per epoch and the
-commit (a checkpoint evaluated by ``eval_checkpoint.py`` has no epoch count or timing: "-"). Then, per attention, the mean +- standard deviation over its seeds (the sample standard
-deviation, n - 1 in the denominator). When a seed was run more than once with the same tag, the
-latest record counts.
+commit (a checkpoint evaluated by ``eval_checkpoint.py`` has no epoch count or timing: "-"). Then,
+per attention, the mean +- standard deviation over its seeds (the sample standard deviation, n - 1 in
+the denominator). When an (attention, seed) appears more than once in the selection, the latest
+record counts.
 """
 from __future__ import annotations
 
