@@ -217,6 +217,41 @@ def test_distinct_times_map_every_element_to_its_series_time():
     assert empty[1].tolist() == [0, 0] and empty[3] == 1
 
 
+def test_distinct_ranks_agree_with_unique_rows():
+    """The two-sort ranking of (series, time) pairs is torch.unique(dim=0) on the pairs, ties and empty input too."""
+    from tsattn.models.irregular import _distinct_ranks
+
+    g = torch.Generator().manual_seed(3)
+    for n in (0, 1, 7, 60):
+        series = torch.randint(0, 4, (n,), generator=g)
+        time = -torch.randint(1, 6, (n,), generator=g).double() / 2                 # many ties
+        slot, counts, times, owner, rank = _distinct_ranks(series, time, 5)
+        unique, inverse = torch.unique(torch.stack([series.double(), time], 1), dim=0, return_inverse=True)
+        assert torch.equal(times, unique[:, 1]) and torch.equal(owner, unique[:, 0].long())
+        assert torch.equal(counts, torch.bincount(owner, minlength=5))
+        assert torch.equal(rank, torch.cat([torch.arange(int(c)) for c in counts]).long())
+        assert torch.equal(slot, rank[inverse])
+
+
+@pytest.mark.parametrize("attention", ATTENTIONS)
+def test_series_cross_on_real_queries_is_the_block_on_the_padded_layout(attention):
+    """``_read_series`` runs norms, projections and the feed-forward network on the real queries only: the
+    same as the cross-attention block on the padded [B, Ny] layout, read at the real queries."""
+    model, batch = build(attention, series_layers=1), observation_batch(dtype=torch.float64)
+    block = model.series_cross[0]
+    B, Ny = batch["y_time"].shape
+    g = torch.Generator().manual_seed(4)
+    memory = torch.randn(B, 6, 16, generator=g, dtype=torch.float64)
+    times = torch.cumsum(torch.rand(B, 6, generator=g, dtype=torch.float64) + 0.1, 1) - 8.0
+    counts = torch.tensor([0, 6, 3, 1])
+    q_order = torch.nonzero(batch["y_mask"].reshape(-1)).squeeze(1)
+    x = torch.randn(q_order.numel(), 16, generator=g, dtype=torch.float64)
+    padded = torch.zeros(B * Ny, 16, dtype=torch.float64).index_copy(0, q_order, x).view(B, Ny, 16)
+    expected = block(padded, batch["y_time"], memory=memory, memory_positions=times, key_lengths=counts)
+    got = IrregularTransformer._read_series(block, x, q_order, batch["y_time"], memory, times, counts)
+    torch.testing.assert_close(got, expected.reshape(B * Ny, 16)[q_order], rtol=1e-12, atol=1e-12)
+
+
 def test_series_layers_none_is_the_model_as_before():
     """The option's modules are drawn after the others: None and the default draw the same weights, and a
     model with the series sequence keeps them (its extra weights come on top)."""
