@@ -23,7 +23,6 @@ import argparse
 import collections
 import json
 import pathlib
-import subprocess
 import sys
 import time
 import warnings
@@ -33,6 +32,8 @@ import torch
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from benchmarks.run_protocol import git_commit  # noqa: E402
 
 from tsattn.nn.attention import MultiHeadAttention  # noqa: E402
 
@@ -150,10 +151,9 @@ def analyse(run: pathlib.Path, stays: int, threads: int) -> dict:
     mean_keys = {kind: sum(probe.tv_keys[(kind, bucket_name(*x))] for x in BUCKETS) / total[kind] for kind in total}
     sink = {f"{kind} {a}": probe.sink[(kind, a)] / total[kind]                          # per row and head
             for kind in total for a in ("continuous", "softmax")}
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     return {"run": str(run.relative_to(ROOT) if run.is_relative_to(ROOT) else run), "checkpoint": ckpt.name,
             "trained_with": module.hparams.attention, "stays": seen, "mean_tv": mean, "mean_tv_keys": mean_keys, "by_keys": table,
-            "mean_sink_weight": sink, "seconds": time.perf_counter() - start, "commit": commit,
+            "mean_sink_weight": sink, "seconds": time.perf_counter() - start, "commit": git_commit(),
             "date": time.strftime("%Y-%m-%d %H:%M")}
 
 

@@ -20,13 +20,14 @@ import json
 import os
 import pathlib
 import statistics
-import subprocess
 import sys
 import time
 import warnings
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from benchmarks.run_protocol import git_commit  # noqa: E402
 
 PATCHTST_42 = {"n_layers": 3, "n_heads": 4, "d_model": 16, "d_ff": 128, "dropout": 0.3, "head_dropout": 0.0}
 QUIET = dict(logger=False, enable_progress_bar=False, enable_model_summary=False, enable_checkpointing=False,
@@ -98,8 +99,7 @@ def main(argv=None) -> int:
         row["ratio_loop_over_backtest"] = row["loop_seconds_scaled"] / row["backtest_seconds"]
         rows.append(row)
         print(json.dumps(row))
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    record = {"rows": rows, "threads": args.threads, "repeats": args.repeats, "commit": commit,
+    record = {"rows": rows, "threads": args.threads, "repeats": args.repeats, "commit": git_commit(),
               "command": " ".join(["bench_backtest.py", *(argv if argv is not None else sys.argv[1:])]),
               "date": time.strftime("%Y-%m-%d %H:%M")}
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -31,16 +31,13 @@ from typing import Any, Optional, Sequence
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.run_protocol import git_commit  # noqa: E402
+
 CONFIGS = {
     "ETTh1": "configs/ETTh1/patchtst_{attention}_96.yaml",
     "physionet2012": "configs/physionet2012/irregular_{attention}.yaml",
 }
 QUANTILES = "[0.1,0.5,0.9]"
-
-
-def git_commit() -> str:
-    out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-    return out.stdout.strip() or "unknown"
 
 
 def train(dataset: str, attention: str, kind: str, epochs: int, seed: int, threads: int, runs: pathlib.Path,
