@@ -127,7 +127,7 @@ def _distinct_ranks(batch: Tensor, time: Tensor, n_series: int) -> tuple[Tensor,
     its series' distinct times, counts [n_series]: distinct times per series, and per distinct
     (series, time) pair, sorted: its time [U], series [U] and rank [U])."""
     # Sorted by (series, time) with two stable sorts: torch.unique(dim=0) on the pairs gives the same
-    # answer but compares rows one by one on the CPU (a tenth of a training step's time on PhysioNet).
+    # answer but compares rows one by one on the CPU (thousands of small ops per PhysioNet batch).
     order = torch.argsort(time, stable=True)
     order = order[torch.argsort(batch[order], stable=True)]                   # [E] by (series, time)
     series, times = batch[order].long(), time[order]
