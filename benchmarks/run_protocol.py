@@ -172,7 +172,14 @@ def add_run_plumbing(config: dict[str, Any], root: pathlib.Path, *, resumable: b
         # keeps it only when the folder is the same)
         for c in callbacks:
             if _is(c, "ModelCheckpoint") and c.get("init_args", {}).get("monitor") == "val_mse":
-                c["init_args"].update(dirpath=str(root / "checkpoints"), save_last=True)
+                c["init_args"].update(dirpath=str(root / "checkpoints"))
+        # last.ckpt after every epoch, improved or not: a checkpoint without a monitor keeps the latest state
+        # (``save_last=True`` on the val_mse checkpoint writes it only at an epoch that improved, and a
+        # resumed run would repeat every epoch since). Listed after the val_mse one, so that the state it
+        # saves holds that epoch's best score and path.
+        callbacks.append({"class_path": "lightning.pytorch.callbacks.ModelCheckpoint",
+                          "init_args": {"dirpath": str(root / "checkpoints"), "filename": "last", "monitor": None,
+                                        "save_top_k": 1, "enable_version_counter": False}})
     callbacks.append({"class_path": "tsattn.lightning.EpochTimer"})
     return config
 

@@ -90,6 +90,34 @@ def test_resume_continues_an_interrupted_run_as_if_uninterrupted(run_protocol, c
     assert again == json.loads(json.dumps(resumed)) and out.read_text().splitlines() == lines
 
 
+def test_last_checkpoint_holds_every_epoch_improved_or_not(run_protocol, tmp_path):
+    """With --resume, last.ckpt is the latest epoch's state even when validation did not improve (here the
+    rate is 0: the weights never move, so only the first epoch is a best), so a resumed run repeats nothing."""
+    import torch
+
+    rng = np.random.default_rng(0)
+    t = np.concatenate([np.sort(rng.choice(480, size=160, replace=False)) for _ in range(2)]).astype(float)
+    pd.DataFrame({"id": np.repeat(["a", "b"], 160), "time": t, "x": rng.standard_normal(320)}).to_csv(
+        tmp_path / "obs.csv", index=False)
+    config = tmp_path / "irregular.yaml"
+    config.write_text(yaml.safe_dump({
+        "seed_everything": 1,
+        "trainer": {"max_epochs": 3, "limit_train_batches": 2, "accelerator": "cpu"},
+        "model": {"model": "irregular", "lr": 0.0, "lr_schedule": "constant",
+                  "model_kwargs": {"d_model": 8, "n_heads": 2, "n_layers": 1, "d_ff": 16, "dropout": 0.0}},
+        "data": {"class_path": "tsattn.data.ObservationDataModule",
+                 "init_args": {"data": str(tmp_path / "obs.csv"), "id_column": "id", "time_column": "time",
+                               "lookback": 24.0, "horizon": 12.0, "origin_stride": 12.0,
+                               "batch_size": 4}}}))
+    record = run_protocol.main(["--config", str(config), "--threads", "1", "--resume", "--no-test",
+                                "--runs-dir", str(tmp_path / "runs"), "--out", str(tmp_path / "runs.jsonl")])
+    assert record["epochs_run"] == 3 and record["best_epoch"] == 1            # counted from 1: the first
+    last = torch.load(tmp_path / "runs" / record["name"] / "checkpoints" / "last.ckpt", weights_only=False)
+    assert last["epoch"] == 2 and last["global_step"] == record["train_steps"]
+    assert sorted(p.name for p in (tmp_path / "runs" / record["name"] / "checkpoints").iterdir()) == \
+        ["epoch=0-step=2.ckpt", "last.ckpt"]
+
+
 def test_ema_validates_and_tests_the_averaged_weights(run_protocol, config, tmp_path):
     import torch
 
