@@ -76,5 +76,14 @@ def test_physionet_protocol_runs_every_seed_of_both_attentions_resumably(benchma
     assert argv[argv.index("--seed") + 1] == "2" and "--resume" in argv and argv[argv.index("--threads") + 1] == "1"
     assert argv[argv.index("--config") + 1].endswith("configs/physionet2012/irregular_softmax.yaml")
     assert pathlib.Path(argv[argv.index("--config") + 1]).is_file()
+    # another config family, and arguments after -- for every run
+    variant = module.commands([1], ["softmax"], 1, tmp_path, tmp_path / "r.jsonl", "t", "irregular_series",
+                              ["--epochs", "20", "--no-test"])
+    (name, argv), = variant
+    assert name == "physionet2012_irregular_series_softmax_s1" and argv[-3:] == ["--epochs", "20", "--no-test"]
+    assert argv[argv.index("--config") + 1].endswith("configs/physionet2012/irregular_series_softmax.yaml")
+    with pytest.raises(SystemExit):      # an unknown family is an error naming the files, and nothing is made
+        module.main(["--configs", "irregular_nope", "--runs-dir", str(tmp_path / "none")])
+    assert not (tmp_path / "none").exists()
     with pytest.raises(SystemExit):
         module.main(["--jobs", "0"])
