@@ -14,7 +14,7 @@ times faster in all than one run on two threads, whose small operations gain lit
 thread). Seconds per epoch in the records are then those of a run sharing the machine. Arguments
 after ``--`` go to every ``run_protocol.py`` command as they are (``--epochs``, ``--set``, ``--no-test``,
 ``--tag``; a later ``--tag`` replaces this script's); a variant that changes the run but not its name
-needs a ``--runs-dir`` of its own, or ``--resume`` would take another variant's run for it.
+needs a ``--runs-dir`` of its own (``--resume`` refuses a folder that holds another variant's run).
 
 Started again, the script skips finished runs (``runs/<name>/record.json``) and continues
 interrupted ones from their last epoch, so the table can be built over several sittings. Records are

@@ -31,7 +31,11 @@ the same command started again continues from that ``last.ckpt`` (weights, optim
 early-stopping count, best checkpoint and epoch timings; the batches drawn are those of an
 uninterrupted run) instead of starting over. A finished run leaves ``runs/<name>/record.json``; the
 same command with ``--resume`` then prints that record and runs nothing, so a list of runs can simply
-be started again until every one is done. The record says at which epoch a run resumed.
+be started again until every one is done. The record says at which epoch a run resumed. The run's name
+does not spell out every setting (a ``--set model.lr_schedule=onecycle`` variant has the name of the
+run without it), so the folder also keeps ``settings.json``, the configuration after the overrides; a
+``--resume`` whose settings differ from it (other than ``trainer.max_epochs``, which may grow, and the
+accelerator) is refused with the keys that differ, before anything is trained or printed as finished.
 """
 from __future__ import annotations
 
@@ -140,6 +144,46 @@ def set_option(config: dict[str, Any], assignment: str) -> None:
     node[keys[-1]] = yaml.safe_load(text)
 
 
+# trainer options a resumed run may change: a longer run, another device
+RESUME_MAY_CHANGE = ("max_epochs", "accelerator", "devices")
+
+
+def run_settings(config: dict[str, Any], switch_epoch: Optional[int], ema: Optional[float]) -> dict[str, Any]:
+    """What a resumed run must share with the run it continues: the configuration after the overrides (as
+    JSON would store it), less the trainer options of ``RESUME_MAY_CHANGE``."""
+    trainer = {k: v for k, v in (config.get("trainer") or {}).items() if k not in RESUME_MAY_CHANGE}
+    settings = {**{k: v for k, v in config.items() if k != "trainer"}, "trainer": trainer,
+                "switch_epoch": switch_epoch, "ema": ema}
+    return json.loads(json.dumps(settings, default=str))
+
+
+def _flat(node: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(node, dict):
+        return {k: v for key, value in node.items() for k, v in _flat(value, f"{prefix}{key}.").items()} or \
+            {prefix.rstrip("."): {}}
+    return {prefix.rstrip("."): node}
+
+
+def check_same_settings(run_dir: pathlib.Path, settings: dict[str, Any]) -> None:
+    """Refuse to resume (or to report as finished) a run folder whose ``settings.json`` differs from
+    ``settings``; a folder without one (a run from before it was written) is taken as it is."""
+    stored = run_dir / "settings.json"
+    if not stored.is_file():
+        return
+    before, now = _flat(json.loads(stored.read_text())), _flat(settings)
+    unset = object()
+
+    def show(value: Any) -> str:
+        return "unset" if value is unset else repr(value)
+
+    differ = [f"{key}: {show(before.get(key, unset))} there, {show(now.get(key, unset))} now"
+              for key in sorted(set(before) | set(now)) if before.get(key, unset) != now.get(key, unset)]
+    if differ:
+        raise SystemExit(f"--resume: {run_dir} holds a run with other settings ({'; '.join(differ)}), and the "
+                         f"run's name does not tell them apart. Give this variant a --runs-dir of its own, or "
+                         f"remove that folder to start the run afresh.")
+
+
 def run_name(config: dict[str, Any], switch_epoch: Optional[int], ema: Optional[float] = None) -> str:
     model, data = config.get("model", {}), data_arguments(config)
     dataset = str(data.get("data", "data"))
@@ -238,6 +282,9 @@ def main(argv: Optional[Sequence[str]] = None) -> dict[str, Any]:
     for assignment in args.set:
         set_option(config, assignment)
     name = run_name(config, args.switch_epoch, args.ema)
+    settings = run_settings(config, args.switch_epoch, args.ema)
+    if args.resume:
+        check_same_settings(args.runs_dir / name, settings)
     config = add_run_plumbing(config, args.runs_dir / name, resumable=args.resume)
     last = args.runs_dir / name / "checkpoints" / "last.ckpt"
     resume_from = last if args.resume and last.is_file() else None
@@ -248,6 +295,8 @@ def main(argv: Optional[Sequence[str]] = None) -> dict[str, Any]:
         print(json.dumps(record, indent=1))
         return record
 
+    (args.runs_dir / name).mkdir(parents=True, exist_ok=True)
+    (args.runs_dir / name / "settings.json").write_text(json.dumps(settings, indent=1) + "\n")
     cli = build_cli(config, run=False)  # what `tsattn fit --config` builds
     trainer, module, dm = cli.trainer, cli.model, cli.datamodule
     timer = next(c for c in trainer.callbacks if isinstance(c, EpochTimer))

@@ -90,6 +90,30 @@ def test_resume_continues_an_interrupted_run_as_if_uninterrupted(run_protocol, c
     assert again == json.loads(json.dumps(resumed)) and out.read_text().splitlines() == lines
 
 
+def test_resume_refuses_a_folder_of_other_settings(run_protocol, config, tmp_path):
+    """A variant whose name is that of another run (a --set the name does not spell out) is not resumed
+    from, nor reported as, that run: the error names the setting that differs and the fix."""
+    common = ["--config", str(config), "--seed", "5", "--threads", "1", "--resume", "--no-test",
+              "--runs-dir", str(tmp_path / "runs"), "--out", str(tmp_path / "runs.jsonl")]
+    first = run_protocol.main([*common, "--epochs", "1"])
+    run_dir = tmp_path / "runs" / first["name"]
+    assert json.loads((run_dir / "settings.json").read_text())["model"]["lr_schedule"] == "constant"
+    # finished: the same command prints its record; a variant is refused, and nothing is appended
+    assert run_protocol.main([*common, "--epochs", "1"])["name"] == first["name"]
+    lines = (tmp_path / "runs.jsonl").read_text().splitlines()
+    with pytest.raises(SystemExit, match=r"model\.lr_schedule: 'constant' there, 'onecycle' now.*--runs-dir"):
+        run_protocol.main([*common, "--epochs", "1", "--set", "model.lr_schedule=onecycle"])
+    # interrupted (no record): a variant is refused before it trains; the checkpoint is left as it was
+    (run_dir / "record.json").unlink()
+    last = (run_dir / "checkpoints" / "last.ckpt").read_bytes()
+    with pytest.raises(SystemExit, match=r"model\.lr: unset there, 0\.5 now"):
+        run_protocol.main([*common, "--epochs", "2", "--set", "model.lr=0.5"])
+    assert (run_dir / "checkpoints" / "last.ckpt").read_bytes() == last
+    assert (tmp_path / "runs.jsonl").read_text().splitlines() == lines
+    # a longer run of the same settings resumes
+    assert run_protocol.main([*common, "--epochs", "2"])["resumed_at_epoch"] == 1
+
+
 def test_last_checkpoint_holds_every_epoch_improved_or_not(run_protocol, tmp_path):
     """With --resume, last.ckpt is the latest epoch's state even when validation did not improve (here the
     rate is 0: the weights never move, so only the first epoch is a best), so a resumed run repeats nothing."""
