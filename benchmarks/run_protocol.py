@@ -35,7 +35,8 @@ be started again until every one is done. The record says at which epoch a run r
 does not spell out every setting (a ``--set model.lr_schedule=onecycle`` variant has the name of the
 run without it), so the folder also keeps ``settings.json``, the configuration after the overrides; a
 ``--resume`` whose settings differ from it (other than ``trainer.max_epochs``, which may grow, and the
-accelerator) is refused with the keys that differ, before anything is trained or printed as finished.
+accelerator and devices) is refused with the keys that differ, before anything is trained or printed as
+finished.
 """
 from __future__ import annotations
 
@@ -152,8 +153,7 @@ def run_settings(config: dict[str, Any], switch_epoch: Optional[int], ema: Optio
     """What a resumed run must share with the run it continues: the configuration after the overrides (as
     JSON would store it), less the trainer options of ``RESUME_MAY_CHANGE``."""
     trainer = {k: v for k, v in (config.get("trainer") or {}).items() if k not in RESUME_MAY_CHANGE}
-    settings = {**{k: v for k, v in config.items() if k != "trainer"}, "trainer": trainer,
-                "switch_epoch": switch_epoch, "ema": ema}
+    settings = {**config, "trainer": trainer, "switch_epoch": switch_epoch, "ema": ema}
     return json.loads(json.dumps(settings, default=str))
 
 
@@ -282,21 +282,22 @@ def main(argv: Optional[Sequence[str]] = None) -> dict[str, Any]:
     for assignment in args.set:
         set_option(config, assignment)
     name = run_name(config, args.switch_epoch, args.ema)
+    run_dir = args.runs_dir / name
     settings = run_settings(config, args.switch_epoch, args.ema)
     if args.resume:
-        check_same_settings(args.runs_dir / name, settings)
-    config = add_run_plumbing(config, args.runs_dir / name, resumable=args.resume)
-    last = args.runs_dir / name / "checkpoints" / "last.ckpt"
+        check_same_settings(run_dir, settings)
+    config = add_run_plumbing(config, run_dir, resumable=args.resume)
+    last = run_dir / "checkpoints" / "last.ckpt"
     resume_from = last if args.resume and last.is_file() else None
-    finished = args.runs_dir / name / "record.json"
+    finished = run_dir / "record.json"
     if args.resume and finished.is_file():
         record = json.loads(finished.read_text())
         print(f"{name}: finished before (runs nothing; its record is in {args.out} and {finished})")
         print(json.dumps(record, indent=1))
         return record
 
-    (args.runs_dir / name).mkdir(parents=True, exist_ok=True)
-    (args.runs_dir / name / "settings.json").write_text(json.dumps(settings, indent=1) + "\n")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "settings.json").write_text(json.dumps(settings, indent=1) + "\n")
     cli = build_cli(config, run=False)  # what `tsattn fit --config` builds
     trainer, module, dm = cli.trainer, cli.model, cli.datamodule
     timer = next(c for c in trainer.callbacks if isinstance(c, EpochTimer))
@@ -324,7 +325,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict[str, Any]:
         **{k: float(v) for k, v in test.items()},
         "seconds_per_epoch_median": sorted(timer.seconds)[len(timer.seconds) // 2] if timer.seconds else None,
         "fit_seconds": fit_seconds, "resumed_at_epoch": resumed_at,
-        "val_mse_curve": validation_curve(args.runs_dir / name),
+        "val_mse_curve": validation_curve(run_dir),
         "config": str(path.resolve().relative_to(ROOT)) if path.resolve().is_relative_to(ROOT) else str(path),
         "model_kwargs": hp.model_kwargs, "lr": hp.lr, "overrides": args.set, "command": " ".join(sys.argv if argv is None else ["run_protocol.py", *argv]),
         "commit": commit, "torch": torch.__version__, "threads": torch.get_num_threads(),
