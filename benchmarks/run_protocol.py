@@ -318,7 +318,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict[str, Any]:
         "name": name, "dataset": data_arguments(config).get("data"), "model": hp.model,
         "attention": hp.attention, "sink": hp.sink, "rope": hp.rope,
         "switch_epoch": args.switch_epoch, "ema": args.ema, "horizon": hp.horizon, "lookback": hp.lookback,
-        "seed": config.get("seed_everything"),
+        "seed": config.get("seed_everything"), "split_seed": data_arguments(config).get("split_seed"),
         "epochs_run": trainer.current_epoch, "best_epoch": best_epoch + 1, "max_epochs": trainer.max_epochs,
         "train_steps": trainer.global_step, "patience": None if stop is None else stop.patience,
         "best_val_mse": None if checkpoint.best_model_score is None else float(checkpoint.best_model_score),

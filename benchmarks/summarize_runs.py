@@ -13,8 +13,10 @@ It prints for each: attention, seed, epochs run
 ``--mae-unit``: 1e-3 and 1e-2 by default, the PhysioNet table's), median seconds per epoch and the
 commit (a checkpoint evaluated by ``eval_checkpoint.py`` has no epoch count or timing: "-"). Then,
 per attention, the mean +- standard deviation over its seeds (the sample standard deviation, n - 1 in
-the denominator). When an (attention, seed) appears more than once in the selection, the latest
-record counts.
+the denominator). When an (attention, seed, split) appears more than once in the selection, the latest
+record counts. Runs on another split of the data (``split_seed``, in the record or among its ``--set``
+overrides) are kept apart and get a ``split`` column; records without an attention (the baselines of
+``irregular_baselines.py``) are not runs of a model and are left out.
 """
 from __future__ import annotations
 
@@ -43,10 +45,23 @@ def selected(record: dict[str, Any], tag: Optional[str], matches: Sequence[tuple
     return any(text in str(record.get(field) or "") for field, text in matches)
 
 
+def split_of(record: dict[str, Any]) -> Optional[int]:
+    """The record's data split seed: ``split_seed`` (recorded since it was added), else a ``--set
+    ...split_seed=S`` override; None for the data's own split."""
+    if record.get("split_seed") is not None:
+        return int(record["split_seed"])
+    for override in record.get("overrides") or ():
+        key, _, value = str(override).partition("=")
+        if key.split(".")[-1] == "split_seed" and value.strip() not in ("", "null", "None"):
+            return int(value)
+    return None
+
+
 def load_records(paths: Sequence[pathlib.Path], tag: Optional[str], dataset: Optional[str],
                  matches: Sequence[tuple[str, str]] = ()) -> list[dict[str, Any]]:
-    """The tested records of ``paths`` in the selection (see ``selected``), the latest per (attention, seed)."""
-    latest: dict[tuple[str, int], dict[str, Any]] = {}
+    """The tested model records of ``paths`` in the selection (see ``selected``), the latest per
+    (attention, seed, split)."""
+    latest: dict[tuple[str, int, int], dict[str, Any]] = {}
     for path in paths:
         for line in path.read_text().splitlines():
             if not line.strip():
@@ -56,7 +71,10 @@ def load_records(paths: Sequence[pathlib.Path], tag: Optional[str], dataset: Opt
                 continue
             if dataset is not None and record.get("dataset") != dataset:
                 continue
-            latest[(record["attention"], record["seed"])] = record
+            if record.get("attention") is None:                  # a baseline's record, not a model run
+                continue
+            split = split_of(record)
+            latest[(record["attention"], record["seed"], -1 if split is None else split)] = record
     return [latest[key] for key in sorted(latest)]
 
 
@@ -74,20 +92,24 @@ def mean_std(values: Sequence[float]) -> str:
 def table(records: Sequence[dict[str, Any]], mse_unit: float, mae_unit: float) -> str:
     """The Markdown table of ``records`` (see the module docstring)."""
     units = f"(x{mse_unit:g})", f"(x{mae_unit:g})"
-    lines = [f"| attention | seed | epochs (best) | best val MSE {units[0]} | test MSE {units[0]} | "
-             f"test MAE {units[1]} | s / epoch | commit |", "|---|---|---|---|---|---|---|---|"]
+    splits = any(split_of(r) is not None for r in records)
+    split_head, split_rule = ("split | ", "---|") if splits else ("", "")
+    lines = [f"| attention | seed | {split_head}epochs (best) | best val MSE {units[0]} | test MSE {units[0]} | "
+             f"test MAE {units[1]} | s / epoch | commit |", f"|---|---|{split_rule}---|---|---|---|---|---|"]
     for r in records:
         seconds = r.get("seconds_per_epoch_median")
+        split = (f"{'-' if split_of(r) is None else split_of(r)} | ") if splits else ""
         lines.append(
-            f"| {r['attention']} | {r['seed']} | {r.get('epochs_run', '-')} ({r['best_epoch']}) | "
+            f"| {r['attention']} | {r['seed']} | {split}{r.get('epochs_run', '-')} ({r['best_epoch']}) | "
             f"{best_val(r) / mse_unit:.2f} | {r['test_mse'] / mse_unit:.2f} | {r['test_mae'] / mae_unit:.2f} | "
             f"{'-' if seconds is None else f'{seconds:.0f}'} | {r['commit']} |"
         )
     for attention in sorted({r["attention"] for r in records}):
         own = [r for r in records if r["attention"] == attention]
         seeds = ",".join(str(r["seed"]) for r in own)
+        split = (",".join("-" if split_of(r) is None else str(split_of(r)) for r in own) + " | ") if splits else ""
         lines.append(
-            f"| **{attention}: mean +- std** | {seeds} | | {mean_std([best_val(r) / mse_unit for r in own])} | "
+            f"| **{attention}: mean +- std** | {seeds} | {split}| {mean_std([best_val(r) / mse_unit for r in own])} | "
             f"**{mean_std([r['test_mse'] / mse_unit for r in own])}** | "
             f"**{mean_std([r['test_mae'] / mae_unit for r in own])}** | | |"
         )

@@ -48,6 +48,7 @@ def test_trainer_options_of_the_yaml_take_effect(run_protocol, config, tmp_path)
     assert record["epochs_run"] == 2 and record["train_steps"] == 4 and record["max_epochs"] == 2
     # the overrides
     assert record["seed"] == 3 and record["patience"] == 4 and record["switch_epoch"] == 1
+    assert "split_seed" in record and record["split_seed"] is None      # the data's own split
     assert record["attention"] == "softmax"  # trained softmax first, switched at epoch 1
     assert record["model_kwargs"]["d_ff"] == 8 and record["model_kwargs"]["d_model"] == 8
     assert record["tag"] == "unit test" and record["threads"] == 1 and record["commit"]

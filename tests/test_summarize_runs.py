@@ -87,3 +87,20 @@ def test_physionet_protocol_runs_every_seed_of_both_attentions_resumably(benchma
     assert not (tmp_path / "none").exists()
     with pytest.raises(SystemExit):
         module.main(["--jobs", "0"])
+
+
+def test_runs_on_other_splits_are_kept_apart_and_baselines_left_out(summarize, tmp_path):
+    rows = [record("continuous", 1, 5.2e-3, 3.6e-2, tag="split robustness"),
+            record("continuous", 1, 4.9e-3, 3.5e-2, tag="split robustness", overrides=["data.init_args.split_seed=43"]),
+            record("continuous", 1, 4.8e-3, 3.4e-2, tag="split robustness", split_seed=44),
+            {"name": "physionet2012_last_observation", "model": "last_observation", "seed": None, "tag": "split robustness",
+             "dataset": "physionet2012", "test_mse": 6.4e-3, "test_mae": 3.7e-2, "overrides": ["data.init_args.split_seed=43"]}]
+    path = tmp_path / "runs.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    lines = summarize.main(["--runs", str(path), "--tag", "split robustness"]).splitlines()
+    assert len(lines) == 2 + 3 + 1                        # the three splits of seed 1 each a row; no baseline row
+    assert lines[0].startswith("| attention | seed | split | epochs (best) |")
+    assert "| continuous | 1 | - | 30 (20) | 5.30 | 5.20 | 3.60 | 97 | abc1234 |" in lines
+    assert "| continuous | 1 | 43 | 30 (20) | 5.00 | 4.90 | 3.50 | 97 | abc1234 |" in lines
+    assert "| continuous | 1 | 44 |" in lines[4]
+    assert "| 1,1,1 | -,43,44 |" in lines[-1] and "**4.97 +- 0.21**" in lines[-1]
