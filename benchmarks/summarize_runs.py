@@ -57,6 +57,12 @@ def split_of(record: dict[str, Any]) -> Optional[int]:
     return None
 
 
+def split_label(record: dict[str, Any]) -> str:
+    """The record's split for the table: its split seed, "-" for the data's own split."""
+    split = split_of(record)
+    return "-" if split is None else str(split)
+
+
 def load_records(paths: Sequence[pathlib.Path], tag: Optional[str], dataset: Optional[str],
                  matches: Sequence[tuple[str, str]] = ()) -> list[dict[str, Any]]:
     """The tested model records of ``paths`` in the selection (see ``selected``), the latest per
@@ -98,7 +104,7 @@ def table(records: Sequence[dict[str, Any]], mse_unit: float, mae_unit: float) -
              f"test MAE {units[1]} | s / epoch | commit |", f"|---|---|{split_rule}---|---|---|---|---|---|"]
     for r in records:
         seconds = r.get("seconds_per_epoch_median")
-        split = (f"{'-' if split_of(r) is None else split_of(r)} | ") if splits else ""
+        split = f"{split_label(r)} | " if splits else ""
         lines.append(
             f"| {r['attention']} | {r['seed']} | {split}{r.get('epochs_run', '-')} ({r['best_epoch']}) | "
             f"{best_val(r) / mse_unit:.2f} | {r['test_mse'] / mse_unit:.2f} | {r['test_mae'] / mae_unit:.2f} | "
@@ -107,7 +113,7 @@ def table(records: Sequence[dict[str, Any]], mse_unit: float, mae_unit: float) -
     for attention in sorted({r["attention"] for r in records}):
         own = [r for r in records if r["attention"] == attention]
         seeds = ",".join(str(r["seed"]) for r in own)
-        split = (",".join("-" if split_of(r) is None else str(split_of(r)) for r in own) + " | ") if splits else ""
+        split = ",".join(split_label(r) for r in own) + " | " if splits else ""
         lines.append(
             f"| **{attention}: mean +- std** | {seeds} | {split}| {mean_std([best_val(r) / mse_unit for r in own])} | "
             f"**{mean_std([r['test_mse'] / mse_unit for r in own])}** | "
