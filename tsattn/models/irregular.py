@@ -23,6 +23,12 @@
     variable block only passes each variable's mean state; this path lets a query read when and in
     what order the other variables moved (a lab drawn with a vital-sign change, a ventilator setting
     with a blood gas).
+    ``patch_length=L`` adds a time-local variable block to every encoder layer (a graph over the variables
+    that changes with time): the history is cut into patches of length L counted back from the origin
+    ([-L, 0), [-2L, -L), ...); per (series, patch) a state per variable observed in that patch (the mean of
+    its knots there, plus the patch's time features) is updated by attention over the variables observed
+    in the same patch (softmax over the set), and added back to those knots. The global variable block
+    sees each variable's mean over the whole history; this one sees which variables moved together when.
 
 Why this shape. mTAND attends from reference times to every observation with learned time
 embeddings; t-PatchGNN cuts each variable's observations into time patches, encodes each patch
@@ -267,6 +273,10 @@ class IrregularTransformer(nn.Module):
         series_layers: None (no series sequence: the model as before, the same weights drawn) or L >= 0:
             the series sequence with L self-attention blocks (module docstring); its attentions are
             temporal, so they follow ``attention`` and ``set_attention``.
+        patch_length: None (no time-local variable block: the model as before, the same weights drawn)
+            or a positive length of time (the data's unit, as the times before ``time_scale``): a
+            variable block per history patch of that length in every encoder layer (module docstring).
+            Softmax over a set, like the global variable block: not switched by ``attention``.
     """
 
     def __init__(
@@ -292,6 +302,7 @@ class IrregularTransformer(nn.Module):
         median_index: Optional[int] = None,
         n_static: int = 0,
         series_layers: Optional[int] = None,
+        patch_length: Optional[float] = None,
     ) -> None:
         super().__init__()
         check_quantile_count(n_quantiles)
@@ -350,6 +361,48 @@ class IrregularTransformer(nn.Module):
                                               for _ in range(n_decoder_layers))
         else:
             self.series_cross = None
+        if patch_length is not None and (isinstance(patch_length, bool) or not isinstance(patch_length, (int, float))
+                                         or not (patch_length > 0 and math.isfinite(patch_length))):
+            raise ValueError(f"`patch_length` must be None or a positive length of time, got {patch_length!r}")
+        self.patch_length = None if patch_length is None else float(patch_length)   # created last, as above
+        if patch_length is not None:
+            self.patch_in = nn.ModuleList(nn.Linear(d_model, d_model) for _ in range(n_layers))
+            self.patch_time = TimeFeatures(time_features, d_model)
+            self.patch_mix = nn.ModuleList(
+                nn.TransformerEncoderLayer(d_model, n_heads, d_ff, dropout, activation="gelu", batch_first=True,
+                                           norm_first=True)
+                for _ in range(n_layers)
+            )
+            self.patch_out = nn.ModuleList(nn.Linear(d_model, d_model) for _ in range(n_layers))
+
+    def _patch_cells(self, series: Tensor, var: Tensor, time: Tensor, n_series: int
+                     ) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+        """The time-local variable block's layout: knots (``series``, ``var``, ``time`` [E], times scaled) ->
+        (cell [E]: each knot's observed (series, patch, variable) cell, in 0..C-1; pair [C] and var [C]: each
+        cell's (series, patch) set, in 0..S-1, and variable; mid [S]: each set's patch centre time; S).
+        Patch p holds the times in [-(p+1) L, -p L) (L the scaled patch length; a time >= 0 goes to patch 0)."""
+        V, length = self.n_variables, self.patch_length * self.time_scale
+        patch = (torch.ceil(-time / length) - 1).clamp(min=0).long()                        # [E]
+        n_patches = int(patch.max()) + 1
+        cell_id = (series * n_patches + patch) * V + var                                     # [E]
+        cells, cell = torch.unique(cell_id, return_inverse=True)                             # sorted, [C]
+        pairs, pair = torch.unique(cells // V, return_inverse=True)                          # [S], [C]
+        mid = -((pairs % n_patches).to(time.dtype) + 0.5) * length                           # [S]
+        return cell, pair, cells % V, mid, pairs.numel()
+
+    def _patch_block(self, layer: int, flat: Tensor, layout: tuple) -> Tensor:
+        """Encoded knots [E, d] -> what the time-local variable block adds to each knot [E, d]."""
+        cell, pair, var, mid, n_sets = layout
+        d = flat.shape[-1]
+        n_cells = var.numel()
+        total = flat.new_zeros(n_cells, d).index_add(0, cell, flat)
+        number = torch.bincount(cell, minlength=n_cells).to(flat.dtype)
+        grid = flat.new_zeros(n_sets, self.n_variables, d)
+        grid[pair, var] = self.patch_in[layer](total / number[:, None]) + self.patch_time(mid)[pair]
+        empty = torch.ones(n_sets, self.n_variables, dtype=torch.bool, device=flat.device)
+        empty[pair, var] = False
+        mixed = self.patch_mix[layer](grid, src_key_padding_mask=empty)                     # [S, V, d]
+        return self.patch_out[layer](mixed[pair, var])[cell]                                 # [E, d]
 
     def _series_memory(self, encoded: Tensor, series: Tensor, time: Tensor, n_series: int
                        ) -> tuple[Tensor, Tensor, Tensor]:
@@ -442,8 +495,11 @@ class IrregularTransformer(nn.Module):
                                  f"{2 * self.n_static}] (got {None if static is None else tuple(static.shape)})")
             state = state + self.static_embedding(static.to(dtype))[:, None, :]
 
-        for temporal, summary_in, mix, summary_out in zip(self.temporal, self.summary_in, self.variable_mix,
-                                                          self.summary_out):
+        patch_layout = None
+        if self.patch_length is not None and order.numel():
+            patch_layout = self._patch_cells(key // V, var_flat, time_flat, B)
+        for layer, (temporal, summary_in, mix, summary_out) in enumerate(zip(
+                self.temporal, self.summary_in, self.variable_mix, self.summary_out)):
             summary = tokens_flat.new_zeros(B * V, d)
             for b, rows in enumerate(buckets.rows):
                 tokens[b] = temporal(tokens[b], times[b], key_lengths=lengths[b])          # [R_b, W_b, d]
@@ -453,6 +509,9 @@ class IrregularTransformer(nn.Module):
             state = mix(state + summary_in(summary).view(B, V, d) * observed)             # [B, V, d]
             back = summary_out(state).reshape(B * V, d)
             tokens = [t + back[rows][:, None, :] for t, rows in zip(tokens, buckets.rows)]
+            if patch_layout is not None:                   # then the variables observed in the same patch
+                local = self._patch_block(layer, buckets.gather(tokens, key, rank), patch_layout)   # [E, d]
+                tokens = [t + buckets.scatter(local, key, rank, b) for b, t in enumerate(tokens)]
         memory = [self.norm_memory(t) for t in tokens]
         if self.series_cross is not None:
             encoded = buckets.gather(tokens, key, rank) if order.numel() else tokens_flat   # [E, d]
