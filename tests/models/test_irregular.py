@@ -309,3 +309,90 @@ def test_series_sequence_reads_when_other_variables_were_observed(attention):
     base.load_state_dict({k: v for k, v in model.state_dict().items() if not k.startswith(("series_", "norm_series"))})
     torch.testing.assert_close(model(**batch)[batch["y_mask"]], base(**batch)[batch["y_mask"]], rtol=1e-10,
                                atol=1e-10)
+
+
+# -- the time-local variable block (patch_length): variables observed in the same history patch ------------
+
+def test_patch_length_none_is_the_model_as_before():
+    def weights(**kw):
+        torch.manual_seed(0)
+        return dict(IrregularTransformer(V, d_model=16, n_heads=2, d_ff=32, **kw).named_parameters())
+
+    plain, none, patched = weights(), weights(patch_length=None), weights(patch_length=8)
+    assert plain.keys() == none.keys() and all(torch.equal(plain[k], v) for k, v in none.items())
+    assert all(torch.equal(patched[k], v) for k, v in plain.items())
+    assert any(k.startswith("patch_") for k in patched)
+    for bad in (0, -1.0, float("inf"), float("nan"), True, "8"):
+        with pytest.raises(ValueError, match="patch_length"):
+            IrregularTransformer(V, patch_length=bad)
+
+
+def test_patch_cells_follow_the_patch_borders():
+    """Patch p holds [-(p+1) L, -p L); a time at or after the origin goes to patch 0; one cell per observed
+    (series, patch, variable), one set per observed (series, patch)."""
+    model = IrregularTransformer(V, d_model=16, n_heads=2, d_ff=32, patch_length=4.0, time_scale=0.5)
+    series = torch.tensor([0, 0, 0, 0, 1, 1, 1])
+    var = torch.tensor([2, 2, 3, 2, 2, 2, 0])
+    time = torch.tensor([-4.0, -4.5, -3.9, -20.0, -0.1, 0.0, -8.0]) * 0.5      # scaled, as in forward
+    cell, pair, cell_var, mid, n_sets = model._patch_cells(series, var, time, 2)
+    patch_of = [0, 1, 0, 4, 0, 0, 1]
+    for e in range(7):
+        for f in range(7):
+            same = (series[e], patch_of[e], var[e]) == (series[f], patch_of[f], var[f])
+            assert (cell[e] == cell[f]) == same
+        assert cell_var[cell[e]] == var[e]
+        assert mid[pair[cell[e]]] == pytest.approx(-(patch_of[e] + 0.5) * 4.0 * 0.5)
+    assert n_sets == 5                                   # (0, 0), (0, 1), (0, 4), (1, 0), (1, 1)
+
+
+@pytest.mark.parametrize("attention", ATTENTIONS)
+def test_patch_block_shapes_buckets_no_leakage_and_not_switched(attention):
+    model, batch = build(attention, patch_length=6.0), observation_batch(dtype=torch.float64)
+    out = model(**batch)
+    assert torch.isfinite(out).all() and (out[~batch["y_mask"]] == 0).all()
+    assert (out - build(attention)(**batch))[batch["y_mask"]].abs().max() > 1e-6   # the new path is read
+    for n in (1, 3):
+        model.n_buckets = n
+        torch.testing.assert_close(model(**batch), out, rtol=1e-12, atol=1e-12)
+    other = dict(batch, y_time=batch["y_time"].clone(), y_var=batch["y_var"].clone())
+    other["y_time"][:, 10:] += 5.0
+    other["y_var"][:, 10:] = (other["y_var"][:, 10:] + 1) % V
+    keep = batch["y_mask"][:, :10]
+    torch.testing.assert_close(model(**other)[:, :10][keep], out[:, :10][keep], rtol=1e-12, atol=1e-12)
+    empty = dict(batch, x_mask=torch.zeros_like(batch["x_mask"]))                # no history at all
+    assert torch.isfinite(model(**empty)).all()
+    model.train()
+    model(**batch)[batch["y_mask"]].square().mean().backward()
+    assert all(p.grad is not None for p in model.parameters())
+    assert set_attention(model, "softmax" if attention == "continuous" else "continuous") == (
+        len(model.temporal) + len(model.decoder))
+
+
+def test_patch_block_reads_which_variables_moved_together():
+    """Softmax without RoPE: a variable with one knot looks the same to the model as before wherever that
+    knot lies in time, so moving it changes no other variable's forecast. With patches, moving it into
+    another patch moves it to another set of variables, and the other variables' forecasts move."""
+    batch = observation_batch(dtype=torch.float64)
+    s = 2
+    mask = batch["x_mask"].clone()
+    ones = torch.nonzero(mask[s] & (batch["x_var"][s] == 1)).squeeze(1)
+    mask[s, ones[1:]] = False                              # variable 1 has exactly one knot in series s
+    x_time = batch["x_time"].clone()
+    x_time[s, ones[0]] = -1.0
+    near = dict(batch, x_mask=mask, x_time=x_time)
+    far = dict(near, x_time=x_time.clone())
+    far["x_time"][s, ones[0]] = -23.0
+    queries = torch.zeros_like(batch["y_mask"])
+    queries[s] = batch["y_mask"][s] & (batch["y_var"][s] == 0)
+    assert queries.any()
+    base = build("softmax", rope=False)
+    torch.testing.assert_close(base(**far)[queries], base(**near)[queries], rtol=1e-12, atol=1e-12)
+    model = build("softmax", rope=False, patch_length=6.0)
+    assert (model(**far) - model(**near))[queries].abs().max() > 1e-6
+    # with the block's outputs zeroed the model is the base model again, weight for weight
+    for out in model.patch_out:
+        torch.nn.init.zeros_(out.weight)
+        torch.nn.init.zeros_(out.bias)
+    base.load_state_dict({k: v for k, v in model.state_dict().items() if not k.startswith("patch_")})
+    torch.testing.assert_close(model(**near)[near["y_mask"]], base(**near)[near["y_mask"]], rtol=1e-10,
+                               atol=1e-10)
