@@ -13,10 +13,14 @@ It prints for each: attention, seed, epochs run
 ``--mae-unit``: 1e-3 and 1e-2 by default, the PhysioNet table's), median seconds per epoch and the
 commit (a checkpoint evaluated by ``eval_checkpoint.py`` has no epoch count or timing: "-"). Then,
 per attention, the mean +- standard deviation over its seeds (the sample standard deviation, n - 1 in
-the denominator). When an (attention, seed, split) appears more than once in the selection, the latest
-record counts. Runs on another split of the data (``split_seed``, in the record or among its ``--set``
-overrides) are kept apart and get a ``split`` column; records without an attention (the baselines of
-``irregular_baselines.py``) are not runs of a model and are left out.
+the denominator). Runs of different models are kept apart: when the selection's records differ in
+their model settings (model, sink, RoPE, rate, switch epoch, ``model_kwargs`` and ``--set`` overrides;
+the attention and the split aside), a ``model`` column names each record's differing settings and the
+mean +- std is per (model, attention); an evaluated checkpoint's record has no ``model_kwargs`` and
+shows as "not recorded". Runs on another split of the data (``split_seed``, in the record or among its
+``--set`` overrides) are kept apart and get a ``split`` column. When a (model, attention, seed, split)
+appears more than once in the selection, the latest record counts. Records without an attention (the
+baselines of ``irregular_baselines.py``) are not runs of a model and are left out.
 """
 from __future__ import annotations
 
@@ -63,11 +67,42 @@ def split_label(record: dict[str, Any]) -> str:
     return "-" if split is None else str(split)
 
 
+SETTINGS = ("model", "sink", "rope", "lr", "switch_epoch")
+
+
+def settings(record: dict[str, Any]) -> Optional[dict[str, str]]:
+    """What makes the record's model (the attention and the split aside): its ``SETTINGS`` fields, its
+    ``model_kwargs`` and its ``--set`` overrides other than the split seed (a ``model.model_kwargs.K``
+    override is in ``model_kwargs`` already); None when the record has no ``model_kwargs`` (an evaluated
+    checkpoint's)."""
+    if record.get("model_kwargs") is None:
+        return None
+    out = {field: json.dumps(record.get(field)) for field in SETTINGS}
+    out.update({key: json.dumps(value, sort_keys=True) for key, value in record["model_kwargs"].items()})
+    for override in record.get("overrides") or ():
+        key, _, value = str(override).partition("=")
+        if key.split(".")[-1] != "split_seed" and not key.startswith("model.model_kwargs."):
+            out[key] = value
+    return out
+
+
+def model_labels(records: Sequence[dict[str, Any]]) -> list[str]:
+    """Per record, the settings in which the records' models differ ("K=V K=V"; "-" for none of them, "not
+    recorded" for a record without settings); all "" when they are one model."""
+    known = [settings(r) for r in records]
+    keys = {key for s in known if s is not None for key in s}
+    differ = sorted(key for key in keys if len({s.get(key) for s in known if s is not None}) > 1)
+    if not differ:
+        return [""] * len(records)
+    return ["not recorded" if s is None else " ".join(f"{key}={s[key]}" for key in differ if key in s) or "-"
+            for s in known]
+
+
 def load_records(paths: Sequence[pathlib.Path], tag: Optional[str], dataset: Optional[str],
                  matches: Sequence[tuple[str, str]] = ()) -> list[dict[str, Any]]:
     """The tested model records of ``paths`` in the selection (see ``selected``), the latest per
-    (attention, seed, split)."""
-    latest: dict[tuple[str, int, int], dict[str, Any]] = {}
+    (model, attention, seed, split), each with its ``model`` label under the key ``"_model"``."""
+    kept: list[dict[str, Any]] = []
     for path in paths:
         for line in path.read_text().splitlines():
             if not line.strip():
@@ -79,8 +114,12 @@ def load_records(paths: Sequence[pathlib.Path], tag: Optional[str], dataset: Opt
                 continue
             if record.get("attention") is None:                  # a baseline's record, not a model run
                 continue
-            split = split_of(record)
-            latest[(record["attention"], record["seed"], -1 if split is None else split)] = record
+            kept.append(record)
+    latest: dict[tuple[str, str, int, int], dict[str, Any]] = {}
+    for record, label in zip(kept, model_labels(kept)):
+        split = split_of(record)
+        latest[(label, record["attention"], record["seed"], -1 if split is None else split)] = dict(
+            record, _model=label)
     return [latest[key] for key in sorted(latest)]
 
 
@@ -99,23 +138,29 @@ def table(records: Sequence[dict[str, Any]], mse_unit: float, mae_unit: float) -
     """The Markdown table of ``records`` (see the module docstring)."""
     units = f"(x{mse_unit:g})", f"(x{mae_unit:g})"
     splits = any(split_of(r) is not None for r in records)
+    models = any(r.get("_model") for r in records)
     split_head, split_rule = ("split | ", "---|") if splits else ("", "")
-    lines = [f"| attention | seed | {split_head}epochs (best) | best val MSE {units[0]} | test MSE {units[0]} | "
-             f"test MAE {units[1]} | s / epoch | commit |", f"|---|---|{split_rule}---|---|---|---|---|---|"]
+    model_head, model_rule = ("model | ", "---|") if models else ("", "")
+    lines = [f"| {model_head}attention | seed | {split_head}epochs (best) | best val MSE {units[0]} | "
+             f"test MSE {units[0]} | test MAE {units[1]} | s / epoch | commit |",
+             f"|{model_rule}---|---|{split_rule}---|---|---|---|---|---|"]
     for r in records:
         seconds = r.get("seconds_per_epoch_median")
         split = f"{split_label(r)} | " if splits else ""
+        model = f"{r['_model']} | " if models else ""
         lines.append(
-            f"| {r['attention']} | {r['seed']} | {split}{r.get('epochs_run', '-')} ({r['best_epoch']}) | "
+            f"| {model}{r['attention']} | {r['seed']} | {split}{r.get('epochs_run', '-')} ({r['best_epoch']}) | "
             f"{best_val(r) / mse_unit:.2f} | {r['test_mse'] / mse_unit:.2f} | {r['test_mae'] / mae_unit:.2f} | "
             f"{'-' if seconds is None else f'{seconds:.0f}'} | {r['commit']} |"
         )
-    for attention in sorted({r["attention"] for r in records}):
-        own = [r for r in records if r["attention"] == attention]
+    for label, attention in sorted({(r.get("_model", ""), r["attention"]) for r in records}):
+        own = [r for r in records if (r.get("_model", ""), r["attention"]) == (label, attention)]
         seeds = ",".join(str(r["seed"]) for r in own)
         split = ",".join(split_label(r) for r in own) + " | " if splits else ""
+        model = f"{label} | " if models else ""
         lines.append(
-            f"| **{attention}: mean +- std** | {seeds} | {split}| {mean_std([best_val(r) / mse_unit for r in own])} | "
+            f"| {model}**{attention}: mean +- std** | {seeds} | {split}| "
+            f"{mean_std([best_val(r) / mse_unit for r in own])} | "
             f"**{mean_std([r['test_mse'] / mse_unit for r in own])}** | "
             f"**{mean_std([r['test_mae'] / mae_unit for r in own])}** | | |"
         )

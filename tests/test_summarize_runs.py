@@ -104,3 +104,40 @@ def test_runs_on_other_splits_are_kept_apart_and_baselines_left_out(summarize, t
     assert "| continuous | 1 | 43 | 30 (20) | 5.00 | 4.90 | 3.50 | 97 | abc1234 |" in lines
     assert "| continuous | 1 | 44 |" in lines[4]
     assert "| 1,1,1 | -,43,44 |" in lines[-1] and "**4.97 +- 0.21**" in lines[-1]
+
+
+def test_runs_of_different_models_are_kept_apart(summarize, tmp_path):
+    """Two models on the same (attention, seed, split) are two rows and two summaries, named by the settings
+    in which they differ; a re-run of the same model still replaces the earlier record."""
+    base = {"d_model": 64, "residual": True}
+    rows = [record("continuous", 1, 5.2e-3, 3.6e-2, model="irregular", model_kwargs=base),
+            record("continuous", 1, 9.9e-3, 9.9e-2, model="irregular", model_kwargs=dict(base, patch_length=8.0),
+                   overrides=["model.model_kwargs.patch_length=8"]),             # superseded by the next line
+            record("continuous", 1, 5.0e-3, 3.5e-2, model="irregular", model_kwargs=dict(base, patch_length=8.0),
+                   overrides=["model.model_kwargs.patch_length=8", "data.init_args.split_seed=43"], split_seed=43),
+            record("continuous", 1, 5.1e-3, 3.5e-2, model="irregular", model_kwargs=dict(base, patch_length=8.0)),
+            record("continuous", 2, 5.4e-3, 3.7e-2, model="irregular", model_kwargs=base,
+                   overrides=["model.lr_schedule=cosine"]),
+            record("continuous", 3, 5.3e-3, 3.7e-2, model="irregular")]          # an evaluated checkpoint
+    path = tmp_path / "runs.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    lines = summarize.main(["--runs", str(path), "--tag", "full"]).splitlines()
+    assert lines[0].startswith("| model | attention | seed | split |")
+    runs = [line for line in lines[2:] if "mean +- std" not in line]
+    assert len(runs) == 5 and len(lines) == 2 + 5 + 4
+    assert "| - | continuous | 1 | - | 30 (20) | 5.30 | 5.20 |" in lines[2]           # "-": none of the differences
+    assert "| model.lr_schedule=cosine | continuous | 2 | - |" in lines[3]
+    assert sum("| not recorded | continuous | 3 |" in line for line in lines) == 1
+    patched = [line for line in runs if line.startswith("| patch_length=8.0 |")]
+    assert [line.split(" | ")[3] for line in patched] == ["-", "43"]                # the latest of split 42 kept
+    assert "| 5.10 |" in patched[0] and "| 5.00 |" in patched[1]
+    assert "| patch_length=8.0 | **continuous: mean +- std** | 1,1 | -,43 |" in lines[-1]
+
+
+def test_one_model_under_two_configs_has_no_model_column(summarize, tmp_path):
+    rows = [record(a, 1, 5.2e-3, 3.6e-2, model="irregular", model_kwargs={"d_model": 64},
+                   config=f"configs/physionet2012/irregular_{a}.yaml") for a in ("continuous", "softmax")]
+    path = tmp_path / "runs.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    lines = summarize.main(["--runs", str(path), "--tag", "full"]).splitlines()
+    assert lines[0].startswith("| attention | seed | epochs (best) |") and len(lines) == 2 + 2 + 2
