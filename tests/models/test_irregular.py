@@ -268,9 +268,16 @@ def test_series_layers_none_is_the_model_as_before():
             IrregularTransformer(V, series_layers=bad)
 
 
-@pytest.mark.parametrize("attention,series_layers", list(itertools.product(ATTENTIONS, [0, 2])))
-def test_series_sequence_shapes_buckets_and_no_leakage(attention, series_layers):
-    model, batch = build(attention, series_layers=series_layers), observation_batch(dtype=torch.float64)
+OPTIONS = {"series_layers=0": dict(series_layers=0), "series_layers=2": dict(series_layers=2),
+           "patch_length=6": dict(patch_length=6.0)}
+
+
+@pytest.mark.parametrize("attention,option", list(itertools.product(ATTENTIONS, OPTIONS)))
+def test_optional_paths_are_read_with_buckets_no_leakage_gradients_and_the_switch(attention, option):
+    """The series sequence and the time-local variable block: read, bucket-free, no query reads another,
+    finite without any history, every weight trained; only temporal attentions switch (the variable
+    blocks attend over sets and stay softmax)."""
+    model, batch = build(attention, **OPTIONS[option]), observation_batch(dtype=torch.float64)
     out = model(**batch)
     assert torch.isfinite(out).all() and (out[~batch["y_mask"]] == 0).all()
     assert (out - build(attention)(**batch))[batch["y_mask"]].abs().max() > 1e-6   # the new path is read
@@ -282,11 +289,14 @@ def test_series_sequence_shapes_buckets_and_no_leakage(attention, series_layers)
     other["y_var"][:, 10:] = (other["y_var"][:, 10:] + 1) % V
     keep = batch["y_mask"][:, :10]
     torch.testing.assert_close(model(**other)[:, :10][keep], out[:, :10][keep], rtol=1e-12, atol=1e-12)
+    empty = dict(batch, x_mask=torch.zeros_like(batch["x_mask"]))                # no history at all
+    assert torch.isfinite(model(**empty)).all()
     model.train()
     model(**batch)[batch["y_mask"]].square().mean().backward()
     assert all(p.grad is not None for p in model.parameters())
     n = set_attention(model, "softmax" if attention == "continuous" else "continuous")
-    assert n == len(model.temporal) + len(model.decoder) + series_layers + len(model.series_cross)
+    series = 0 if model.series_cross is None else len(model.series_blocks) + len(model.series_cross)
+    assert n == len(model.temporal) + len(model.decoder) + series
 
 
 @pytest.mark.parametrize("attention", ATTENTIONS)
@@ -343,29 +353,6 @@ def test_patch_cells_follow_the_patch_borders():
         assert cell_var[cell[e]] == var[e]
         assert mid[pair[cell[e]]] == pytest.approx(-(patch_of[e] + 0.5) * 4.0 * 0.5)
     assert n_sets == 5                                   # (0, 0), (0, 1), (0, 4), (1, 0), (1, 1)
-
-
-@pytest.mark.parametrize("attention", ATTENTIONS)
-def test_patch_block_shapes_buckets_no_leakage_and_not_switched(attention):
-    model, batch = build(attention, patch_length=6.0), observation_batch(dtype=torch.float64)
-    out = model(**batch)
-    assert torch.isfinite(out).all() and (out[~batch["y_mask"]] == 0).all()
-    assert (out - build(attention)(**batch))[batch["y_mask"]].abs().max() > 1e-6   # the new path is read
-    for n in (1, 3):
-        model.n_buckets = n
-        torch.testing.assert_close(model(**batch), out, rtol=1e-12, atol=1e-12)
-    other = dict(batch, y_time=batch["y_time"].clone(), y_var=batch["y_var"].clone())
-    other["y_time"][:, 10:] += 5.0
-    other["y_var"][:, 10:] = (other["y_var"][:, 10:] + 1) % V
-    keep = batch["y_mask"][:, :10]
-    torch.testing.assert_close(model(**other)[:, :10][keep], out[:, :10][keep], rtol=1e-12, atol=1e-12)
-    empty = dict(batch, x_mask=torch.zeros_like(batch["x_mask"]))                # no history at all
-    assert torch.isfinite(model(**empty)).all()
-    model.train()
-    model(**batch)[batch["y_mask"]].square().mean().backward()
-    assert all(p.grad is not None for p in model.parameters())
-    assert set_attention(model, "softmax" if attention == "continuous" else "continuous") == (
-        len(model.temporal) + len(model.decoder))
 
 
 def test_patch_block_reads_which_variables_moved_together():
