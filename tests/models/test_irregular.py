@@ -344,7 +344,7 @@ def test_patch_cells_follow_the_patch_borders():
     series = torch.tensor([0, 0, 0, 0, 1, 1, 1])
     var = torch.tensor([2, 2, 3, 2, 2, 2, 0])
     time = torch.tensor([-4.0, -4.5, -3.9, -20.0, -0.1, 0.0, -8.0]) * 0.5      # scaled, as in forward
-    cell, pair, cell_var, mid, n_sets = model._patch_cells(series, var, time, 2)
+    cell, pair, cell_var, mid, n_sets = model._patch_cells(series, var, time)
     patch_of = [0, 1, 0, 4, 0, 0, 1]
     for e in range(7):
         for f in range(7):

@@ -375,8 +375,7 @@ class IrregularTransformer(nn.Module):
             )
             self.patch_out = nn.ModuleList(nn.Linear(d_model, d_model) for _ in range(n_layers))
 
-    def _patch_cells(self, series: Tensor, var: Tensor, time: Tensor, n_series: int
-                     ) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+    def _patch_cells(self, series: Tensor, var: Tensor, time: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor, int]:
         """The time-local variable block's layout: knots (``series``, ``var``, ``time`` [E], times scaled) ->
         (cell [E]: each knot's observed (series, patch, variable) cell, in 0..C-1; pair [C] and var [C]: each
         cell's (series, patch) set, in 0..S-1, and variable; mid [S]: each set's patch centre time; S).
@@ -390,7 +389,7 @@ class IrregularTransformer(nn.Module):
         mid = -((pairs % n_patches).to(time.dtype) + 0.5) * length                           # [S]
         return cell, pair, cells % V, mid, pairs.numel()
 
-    def _patch_block(self, layer: int, flat: Tensor, layout: tuple) -> Tensor:
+    def _patch_block(self, layer: int, flat: Tensor, layout: tuple[Tensor, Tensor, Tensor, Tensor, int]) -> Tensor:
         """Encoded knots [E, d] -> what the time-local variable block adds to each knot [E, d]."""
         cell, pair, var, mid, n_sets = layout
         d = flat.shape[-1]
@@ -497,7 +496,7 @@ class IrregularTransformer(nn.Module):
 
         patch_layout = None
         if self.patch_length is not None and order.numel():
-            patch_layout = self._patch_cells(key // V, var_flat, time_flat, B)
+            patch_layout = self._patch_cells(key // V, var_flat, time_flat)
         for layer, (temporal, summary_in, mix, summary_out) in enumerate(zip(
                 self.temporal, self.summary_in, self.variable_mix, self.summary_out)):
             summary = tokens_flat.new_zeros(B * V, d)
