@@ -252,13 +252,15 @@ def test_series_cross_on_real_queries_is_the_block_on_the_padded_layout(attentio
     torch.testing.assert_close(got, expected.reshape(B * Ny, 16)[q_order], rtol=1e-12, atol=1e-12)
 
 
+def weights(**kw):
+    """The named parameters of a small model drawn from seed 0."""
+    torch.manual_seed(0)
+    return dict(IrregularTransformer(V, d_model=16, n_heads=2, d_ff=32, **kw).named_parameters())
+
+
 def test_series_layers_none_is_the_model_as_before():
     """The option's modules are drawn after the others: None and the default draw the same weights, and a
     model with the series sequence keeps them (its extra weights come on top)."""
-    def weights(**kw):
-        torch.manual_seed(0)
-        return dict(IrregularTransformer(V, d_model=16, n_heads=2, d_ff=32, **kw).named_parameters())
-
     plain, none, series = weights(), weights(series_layers=None), weights(series_layers=1)
     assert plain.keys() == none.keys() and all(torch.equal(plain[k], v) for k, v in none.items())
     assert all(torch.equal(series[k], v) for k, v in plain.items())
@@ -324,10 +326,6 @@ def test_series_sequence_reads_when_other_variables_were_observed(attention):
 # -- the time-local variable block (patch_length): variables observed in the same history patch ------------
 
 def test_patch_length_none_is_the_model_as_before():
-    def weights(**kw):
-        torch.manual_seed(0)
-        return dict(IrregularTransformer(V, d_model=16, n_heads=2, d_ff=32, **kw).named_parameters())
-
     plain, none, patched = weights(), weights(patch_length=None), weights(patch_length=8)
     assert plain.keys() == none.keys() and all(torch.equal(plain[k], v) for k, v in none.items())
     assert all(torch.equal(patched[k], v) for k, v in plain.items())
@@ -344,7 +342,8 @@ def test_patch_cells_follow_the_patch_borders():
     series = torch.tensor([0, 0, 0, 0, 1, 1, 1])
     var = torch.tensor([2, 2, 3, 2, 2, 2, 0])
     time = torch.tensor([-4.0, -4.5, -3.9, -20.0, -0.1, 0.0, -8.0]) * 0.5      # scaled, as in forward
-    cell, pair, cell_var, mid, n_sets = model._patch_cells(series, var, time)
+    cell, pair, cell_var, mid, number, empty = model._patch_cells(series, var, time)
+    n_sets = empty.shape[0]
     patch_of = [0, 1, 0, 4, 0, 0, 1]
     for e in range(7):
         for f in range(7):
@@ -353,6 +352,8 @@ def test_patch_cells_follow_the_patch_borders():
         assert cell_var[cell[e]] == var[e]
         assert mid[pair[cell[e]]] == pytest.approx(-(patch_of[e] + 0.5) * 4.0 * 0.5)
     assert n_sets == 5                                   # (0, 0), (0, 1), (0, 4), (1, 0), (1, 1)
+    assert number.tolist() == [float((cell == c).sum()) for c in range(number.numel())]
+    assert int((~empty).sum()) == number.numel() and all(not empty[pair[c], cell_var[c]] for c in range(number.numel()))
 
 
 def test_patch_block_reads_which_variables_moved_together():

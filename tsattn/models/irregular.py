@@ -54,7 +54,7 @@ the padding is ignored exactly (``key_lengths``).
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import torch
 import torch.nn.functional as F
@@ -126,6 +126,16 @@ class _Buckets:
 
 
 POSITIONS = ("time", "rows")
+
+
+class _PatchLayout(NamedTuple):
+    """Where the knots sit for the time-local variable block (``IrregularTransformer._patch_cells``)."""
+    cell: Tensor     # [E] each knot's observed (series, patch, variable) cell, in 0..C-1
+    pair: Tensor     # [C] each cell's (series, patch) set, in 0..S-1
+    var: Tensor      # [C] each cell's variable
+    mid: Tensor      # [S] each set's patch centre time
+    number: Tensor   # [C] knots per cell
+    empty: Tensor    # [S, V] bool, True where the set has no knot of that variable
 
 
 def _distinct_ranks(batch: Tensor, time: Tensor, n_series: int) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
@@ -201,6 +211,12 @@ class _Block(nn.Module):
         x = x + self.attn(self.norm_attn(x), positions, memory=memory, memory_positions=memory_positions,
                           key_lengths=key_lengths)
         return x + self.dropout(self.ff(self.norm_ffn(x)))
+
+
+def _set_attention_layer(d_model: int, n_heads: int, d_ff: int, dropout: float) -> nn.Module:
+    """Attention over a set of variables (pre-norm, GELU): plain softmax, not switched by ``set_attention``."""
+    return nn.TransformerEncoderLayer(d_model, n_heads, d_ff, dropout, activation="gelu", batch_first=True,
+                                      norm_first=True)
 
 
 class TimeFeatures(nn.Module):
@@ -327,11 +343,8 @@ class IrregularTransformer(nn.Module):
         self.dropout = Dropout(dropout)
         self.temporal = nn.ModuleList(_Block(d_model, n_heads, d_ff, dropout, **temporal) for _ in range(n_layers))
         self.summary_in = nn.ModuleList(nn.Linear(d_model, d_model) for _ in range(n_layers))
-        self.variable_mix = nn.ModuleList(   # attention over the set of variables: plain softmax, not switched
-            nn.TransformerEncoderLayer(d_model, n_heads, d_ff, dropout, activation="gelu", batch_first=True,
-                                       norm_first=True)
-            for _ in range(n_layers)
-        )
+        self.variable_mix = nn.ModuleList(_set_attention_layer(d_model, n_heads, d_ff, dropout)
+                                          for _ in range(n_layers))
         self.summary_out = nn.ModuleList(nn.Linear(d_model, d_model) for _ in range(n_layers))
         self.norm_memory = nn.LayerNorm(d_model)
         self.query_state = nn.Linear(d_model, d_model)
@@ -368,18 +381,14 @@ class IrregularTransformer(nn.Module):
         if patch_length is not None:
             self.patch_in = nn.ModuleList(nn.Linear(d_model, d_model) for _ in range(n_layers))
             self.patch_time = TimeFeatures(time_features, d_model)
-            self.patch_mix = nn.ModuleList(
-                nn.TransformerEncoderLayer(d_model, n_heads, d_ff, dropout, activation="gelu", batch_first=True,
-                                           norm_first=True)
-                for _ in range(n_layers)
-            )
+            self.patch_mix = nn.ModuleList(_set_attention_layer(d_model, n_heads, d_ff, dropout)
+                                           for _ in range(n_layers))
             self.patch_out = nn.ModuleList(nn.Linear(d_model, d_model) for _ in range(n_layers))
 
-    def _patch_cells(self, series: Tensor, var: Tensor, time: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor, int]:
-        """The time-local variable block's layout: knots (``series``, ``var``, ``time`` [E], times scaled) ->
-        (cell [E]: each knot's observed (series, patch, variable) cell, in 0..C-1; pair [C] and var [C]: each
-        cell's (series, patch) set, in 0..S-1, and variable; mid [S]: each set's patch centre time; S).
-        Patch p holds the times in [-(p+1) L, -p L) (L the scaled patch length; a time >= 0 goes to patch 0)."""
+    def _patch_cells(self, series: Tensor, var: Tensor, time: Tensor) -> _PatchLayout:
+        """The time-local variable block's layout (``_PatchLayout``) of the knots (``series``, ``var``, ``time``
+        [E], times scaled), the same for every encoder layer. Patch p holds the times in [-(p+1) L, -p L) (L
+        the scaled patch length; a time >= 0 goes to patch 0)."""
         V, length = self.n_variables, self.patch_length * self.time_scale
         patch = (torch.ceil(-time / length) - 1).clamp(min=0).long()                        # [E]
         n_patches = int(patch.max()) + 1
@@ -387,21 +396,20 @@ class IrregularTransformer(nn.Module):
         cells, cell = torch.unique(cell_id, return_inverse=True)                             # sorted, [C]
         pairs, pair = torch.unique(cells // V, return_inverse=True)                          # [S], [C]
         mid = -((pairs % n_patches).to(time.dtype) + 0.5) * length                           # [S]
-        return cell, pair, cells % V, mid, pairs.numel()
-
-    def _patch_block(self, layer: int, flat: Tensor, layout: tuple[Tensor, Tensor, Tensor, Tensor, int]) -> Tensor:
-        """Encoded knots [E, d] -> what the time-local variable block adds to each knot [E, d]."""
-        cell, pair, var, mid, n_sets = layout
-        d = flat.shape[-1]
-        n_cells = var.numel()
-        total = flat.new_zeros(n_cells, d).index_add(0, cell, flat)
-        number = torch.bincount(cell, minlength=n_cells).to(flat.dtype)
-        grid = flat.new_zeros(n_sets, self.n_variables, d)
-        grid[pair, var] = self.patch_in[layer](total / number[:, None]) + self.patch_time(mid)[pair]
-        empty = torch.ones(n_sets, self.n_variables, dtype=torch.bool, device=flat.device)
+        var = cells % V
+        number = torch.bincount(cell, minlength=cells.numel()).to(time.dtype)               # [C]
+        empty = torch.ones(pairs.numel(), V, dtype=torch.bool, device=time.device)
         empty[pair, var] = False
-        mixed = self.patch_mix[layer](grid, src_key_padding_mask=empty)                     # [S, V, d]
-        return self.patch_out[layer](mixed[pair, var])[cell]                                 # [E, d]
+        return _PatchLayout(cell, pair, var, mid, number, empty)
+
+    def _patch_block(self, layer: int, flat: Tensor, layout: _PatchLayout) -> Tensor:
+        """Encoded knots [E, d] -> what the time-local variable block adds to each knot [E, d]."""
+        cell, pair, var = layout.cell, layout.pair, layout.var
+        total = flat.new_zeros(var.numel(), flat.shape[-1]).index_add(0, cell, flat)     # [C, d]
+        grid = flat.new_zeros(*layout.empty.shape, flat.shape[-1])                        # [S, V, d]
+        grid[pair, var] = self.patch_in[layer](total / layout.number[:, None]) + self.patch_time(layout.mid)[pair]
+        mixed = self.patch_mix[layer](grid, src_key_padding_mask=layout.empty)           # [S, V, d]
+        return self.patch_out[layer](mixed[pair, var])[cell]                              # [E, d]
 
     def _series_memory(self, encoded: Tensor, series: Tensor, time: Tensor, n_series: int
                        ) -> tuple[Tensor, Tensor, Tensor]:
