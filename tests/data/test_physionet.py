@@ -397,6 +397,8 @@ def test_full_protocol_counts_and_scaler(physionet, reference_table):
         assert counts.loc[name, "history_observations"] == int((rows["time"] < 24).sum())
         assert counts.loc[name, "target_observations"] == int((rows["time"] >= 24).sum())
         assert set(physionet.series_ids[dm.split_series(name)]) == set(part)
+        targets = rows.loc[rows["time"] >= 24, "variable"].to_numpy().astype(np.int64)
+        np.testing.assert_array_equal(dm.target_counts(name), np.bincount(targets, minlength=dm.n_variables))
     assert counts.loc["train", "history_observations"] == 1755053 and counts.loc["test", "target_observations"] == 462494
 
     seen_rows = ref[ref["id"].isin(seen)]  # min-max over train + val stays, never test

@@ -26,7 +26,7 @@ from ..tasks.quantiles import QuantileSpec, quantiles_from
 
 LOSSES = ("mse", "mae", "huber", "pinball")
 LR_SCHEDULES = ("type3", "onecycle", "constant")
-LOSS_REDUCTIONS = ("variable", "point")
+LOSS_REDUCTIONS = ("variable", "point", "dataset")
 
 
 def type3_factor(epoch: int) -> float:
@@ -62,8 +62,12 @@ class ForecastModule(pl.LightningModule):
         loss: ``"mse"``, ``"mae"`` or ``"huber"``.
         huber_delta: the Huber loss threshold (scaled units).
         loss_reduction: observation task only: ``"variable"`` (the mean of the per-variable mean
-            losses over the variables with targets in the batch: what the metrics measure) or
-            ``"point"`` (the mean over every observed target).
+            losses over the variables with targets in the batch: what the metrics measure),
+            ``"point"`` (the mean over every observed target), or ``"dataset"`` (each target weighted
+            by 1 / its variable's target count over the training samples, so that over an epoch the
+            loss is the metric's mean over variables of per-variable means on the training split,
+            where ``"variable"`` gives a variable seen in few batches less than its share; the
+            counts come from the data module when the fit sets up).
         lr: Adam learning rate.
         weight_decay: Adam weight decay.
         lr_schedule: ``"type3"`` (PatchTST's ETT schedule: the base rate in epochs 0-3, then x0.9
@@ -126,6 +130,8 @@ class ForecastModule(pl.LightningModule):
         self.register_buffer("y_scale", torch.ones(n_out))
         # MASE's denominator per output column (the data's in-sample naive error, in units; NaN: unknown)
         self.register_buffer("naive_scale", torch.full((n_out,), float("nan"), dtype=torch.float64), persistent=False)
+        if loss_reduction == "dataset":  # per output variable: (train samples) / (variables x its targets)
+            self.register_buffer("target_weight", torch.full((n_out,), float("nan")), persistent=False)
         self.quantile_spec = None if quantiles is None else QuantileSpec.of(quantiles)
         if self.quantile_spec is not None:  # conformal widening of each interval per output column (scaled units)
             self.register_buffer("interval_shift", torch.zeros(len(self.quantile_spec.pairs), n_out))

@@ -86,6 +86,12 @@ class ObservationTask(Task):
             )
         return dm
 
+    def on_fit_setup(self, module: "ForecastModule", dm: Any) -> None:
+        if module.hparams.loss_reduction == "dataset" and isinstance(dm, ObservationDataModule):
+            counts = torch.as_tensor(dm.target_counts("train"), dtype=torch.float64)
+            weight = len(dm.samples("train")) / (int((counts > 0).sum()) * counts)
+            module.target_weight.copy_(torch.where(counts > 0, weight, 0.0))
+
     # -- the model ---------------------------------------------------------------------------------------
     def check_hparams(self, hparams: Any) -> None:
         if hparams.target_index is not None:
@@ -120,6 +126,14 @@ class ObservationTask(Task):
         if module.hparams.loss_reduction == "point" or per_point.numel() == 0:
             return per_point.mean() if per_point.numel() else pred.sum() * 0.0
         var = batch["y_var"][mask]
+        if module.hparams.loss_reduction == "dataset":
+            weight = module.target_weight
+            if torch.isnan(weight).any():
+                raise RuntimeError("loss_reduction='dataset' weighs each target by its variable's count over the "
+                                   "training samples, which the fit takes from its data module: fit with a "
+                                   "tsattn ObservationDataModule (trainer.fit(module, datamodule=...)), or use "
+                                   "loss_reduction='variable'")
+            return (weight[var].to(per_point.dtype) * per_point).sum() / self.batch_size(batch)
         V = module.hparams.n_channels
         total = torch.zeros(V, dtype=per_point.dtype, device=pred.device).index_add(0, var, per_point)
         count = torch.bincount(var, minlength=V)

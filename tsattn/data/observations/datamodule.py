@@ -405,6 +405,11 @@ class ObservationDataModule(ObservationRecord, ObservationQueries, ForecastDataM
         """Per split: samples, series, history and target observations."""
         return pd.DataFrame.from_dict({split: self.samples(split).counts() for split in SPLITS}, orient="index")
 
+    def target_counts(self, split: str = "train") -> np.ndarray:
+        """int64 [V]: per variable, its target observations over the samples of ``split``."""
+        rows = self.samples(split).target_rows()
+        return np.bincount(self.observations.variable[rows].astype(np.int64), minlength=self.n_variables)
+
     season = 1  # MASE's naive forecast here: a variable's previous observation
 
     def naive_scale(self) -> np.ndarray:

@@ -90,6 +90,12 @@ class ForecastSamples:
         return {"samples": len(self), "series": int(np.unique(self.series).size),
                 "history_observations": int(self.n_history.sum()), "target_observations": int(self.n_targets.sum())}
 
+    def target_rows(self) -> np.ndarray:
+        """int64: the rows of every sample's targets, sample after sample."""
+        n = self.n_targets
+        first = np.repeat(self.target_start - np.cumsum(n) + n, n)
+        return first + np.arange(int(n.sum()), dtype=np.int64)
+
     def take(self, index: np.ndarray) -> "ForecastSamples":
         """The samples ``index`` (int positions or a bool mask [n])."""
         return ForecastSamples(
