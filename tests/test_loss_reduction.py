@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 import torch
 
-from tsattn.lightning import ForecastModule
 from tsattn.data import ObservationDataModule, read_observations
+from tsattn.lightning import ForecastModule
 from tsattn.tasks.base import point_loss
 
 TINY = dict(d_model=8, n_heads=2, n_layers=1, d_ff=16)
@@ -85,3 +85,10 @@ def test_the_dataset_loss_trains_and_needs_the_counts():
     assert "target_weight" not in fresh.state_dict()                 # not saved: taken from the data at each fit
     with pytest.raises(ValueError, match="loss_reduction"):
         ForecastModule(model="irregular", n_channels=3, loss_reduction="batch")
+
+
+@pytest.mark.parametrize("reduction", ["dataset", "point"])
+def test_a_window_model_takes_the_default_reduction_only(reduction):
+    with pytest.raises(ValueError, match=f"loss_reduction='{reduction}' is for the observation task"):
+        ForecastModule(model="patchtst", n_channels=2, lookback=32, horizon=8, loss_reduction=reduction)
+    ForecastModule(model="patchtst", n_channels=2, lookback=32, horizon=8)         # the default builds

@@ -61,8 +61,9 @@ class ForecastModule(pl.LightningModule):
             warns and names ``features="S"``).
         loss: ``"mse"``, ``"mae"`` or ``"huber"``.
         huber_delta: the Huber loss threshold (scaled units).
-        loss_reduction: observation task only: ``"variable"`` (the mean of the per-variable mean
-            losses over the variables with targets in the batch: what the metrics measure),
+        loss_reduction: observation task only (a window model takes the default alone and raises
+            for another): ``"variable"`` (the mean of the per-variable mean losses over the
+            variables with targets in the batch: what the metrics measure),
             ``"point"`` (the mean over every observed target), or ``"dataset"`` (each target weighted
             by 1 / its variable's target count over the training samples, so that over an epoch the
             loss is the metric's mean over variables of per-variable means on the training split,

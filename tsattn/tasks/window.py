@@ -77,6 +77,11 @@ class WindowTask(Task):
         index = hparams.target_index
         if index is not None and (not index or min(index) < 0 or max(index) >= hparams.n_channels):
             raise ValueError(f"`target_index` must hold channel positions in [0, {hparams.n_channels}); got {index}")
+        reduction = hparams.get("loss_reduction", "variable")
+        if reduction != "variable":
+            raise ValueError(f"loss_reduction={reduction!r} is for the observation task (irregular models, whose "
+                             f"targets are ragged); the window model {hparams.model!r} averages its loss over every "
+                             "forecast point: leave loss_reduction at its default")
 
     def build_net(self, cls: type[nn.Module], hparams: Any) -> nn.Module:
         return cls(hparams.n_channels, hparams.lookback, hparams.horizon, attention=hparams.attention,
