@@ -38,7 +38,7 @@ from sklearn.model_selection import train_test_split
 
 from ..errors import DataError
 from ..validation import SPLITS
-from .observation_set import ObservationSet, shown_id
+from .observation_set import ObservationSet, _ranges, shown_id
 
 __all__ = [
     "ForecastSamples",
@@ -92,9 +92,7 @@ class ForecastSamples:
 
     def target_rows(self) -> np.ndarray:
         """int64: the rows of every sample's targets, sample after sample."""
-        n = self.n_targets
-        first = np.repeat(self.target_start - np.cumsum(n) + n, n)
-        return first + np.arange(int(n.sum()), dtype=np.int64)
+        return _ranges(self.target_start, self.target_stop)
 
     def take(self, index: np.ndarray) -> "ForecastSamples":
         """The samples ``index`` (int positions or a bool mask [n])."""
