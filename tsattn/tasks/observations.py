@@ -128,11 +128,15 @@ class ObservationTask(Task):
         var = batch["y_var"][mask]
         if module.hparams.loss_reduction == "dataset":
             weight = module.target_weight
-            if torch.isnan(weight).any():
-                raise RuntimeError("loss_reduction='dataset' weighs each target by its variable's count over the "
-                                   "training samples, which the fit takes from its data module: fit with a "
-                                   "tsattn ObservationDataModule (trainer.fit(module, datamodule=...)), or use "
-                                   "loss_reduction='variable'")
+            # filled once per fit and never emptied again: check once per module, not at every step (the
+            # check reads the tensor back, a device sync on a GPU)
+            if not getattr(module, "_target_weight_checked", False):
+                if torch.isnan(weight).any():
+                    raise RuntimeError("loss_reduction='dataset' weighs each target by its variable's count over "
+                                       "the training samples, which the fit takes from its data module: fit with a "
+                                       "tsattn ObservationDataModule (trainer.fit(module, datamodule=...)), or use "
+                                       "loss_reduction='variable'")
+                module._target_weight_checked = True
             return (weight[var].to(per_point.dtype) * per_point).sum() / self.batch_size(batch)
         V = module.hparams.n_channels
         total = torch.zeros(V, dtype=per_point.dtype, device=pred.device).index_add(0, var, per_point)
