@@ -74,6 +74,43 @@ def test_fixed_origin_windows_match_brute_force(history, horizon):
             assert np.array_equal(np.arange(samples.target_start[i], samples.target_stop[i]), tgt)
 
 
+@pytest.mark.parametrize("history, horizon", [(None, None), (10.0, 20.0)])
+def test_train_origins_add_train_samples_only(history, horizon):
+    obs = _irregular()
+    base = ObservationDataModule(obs, origins=[40.0], lookback=history, horizon=horizon)
+    dm = ObservationDataModule(obs, origins=[40.0], lookback=history, horizon=horizon, train_origins=[30.0, 55.0])
+    base.setup()
+    dm.setup()
+    for name in ("val", "test"):                                          # the evaluation is unchanged
+        assert np.array_equal(dm.split_series(name), base.split_series(name))
+        for field in ("series", "origin", "history_start", "target_start", "target_stop"):
+            assert np.array_equal(getattr(dm.samples(name), field), getattr(base.samples(name), field))
+    train = dm.samples("train")
+    expected = {(int(s), t0) for s in dm.split_series("train") for t0 in (40.0, 30.0, 55.0)}
+    assert {(int(s), float(t0)) for s, t0 in zip(train.series, train.origin)} == expected
+    assert len(train) == len(expected)
+    for i in range(len(train)):                                           # each window from the observations
+        s, t0 = int(train.series[i]), float(train.origin[i])
+        hist = _rows(obs, s, -np.inf if history is None else t0 - history, t0)
+        tgt = _rows(obs, s, t0, np.inf if horizon is None else t0 + horizon)
+        assert np.array_equal(np.arange(train.history_start[i], train.target_start[i]), hist)
+        assert np.array_equal(np.arange(train.target_start[i], train.target_stop[i]), tgt)
+    # the scaler is fit on the split's observations, whatever the origins
+    assert np.array_equal(dm.scaler.transform(obs.value, obs.variable), base.scaler.transform(obs.value, obs.variable))
+    assert len(dm.train_dataloader().dataset) == 3 * len(base.train_dataloader().dataset)
+    assert dm.record()["options"]["train_origins"] == [30.0, 55.0]
+
+
+@pytest.mark.parametrize("kwargs, phrase", [
+    (dict(origins=[40.0], train_origins=["soon"]), "train_origins must be a list of numbers"),
+    (dict(origins=[40.0], train_origins=[]), "train_origins must be a list of numbers"),
+    (dict(origin_stride=5.0, lookback=20.0, horizon=10.0, train_origins=[30.0]), "rolling origins"),
+    (dict(origins=[40.0], split="time", train_origins=[30.0]), "split='time'"),
+])
+def test_train_origins_bad_arguments(kwargs, phrase):
+    with pytest.raises(DataError, match=phrase):
+        ObservationDataModule(_irregular(n_series=3), **kwargs)
+
 def test_series_split_follows_sklearn_on_sorted_ids():
     from sklearn.model_selection import train_test_split
 

@@ -107,6 +107,12 @@ class ObservationDataModule(ObservationRecord, ObservationQueries, ForecastDataM
             (their value at its first observation time; e.g. PhysioNet 2012's descriptors ``["Age",
             "Gender", "Height", "ICUType", "Weight"]``); they stay variables (and targets) as well.
         history: the former name of ``lookback`` (deprecated).
+        train_origins: more fixed origins (numbers, in time units) for the train series only: each train
+            series gets a sample at each of them too, beside those at ``origins``, with the same
+            ``lookback`` and ``horizon``; validation and test keep ``origins`` alone, so the evaluation is
+            unchanged (e.g. PhysioNet 2012: ``[20.0, 28.0]`` trains on three origins per train stay and
+            evaluates at 24 h). Needs fixed ``origins`` and ``split="series"`` (a split by time takes
+            whole target windows in time, which these would cross).
         **kwargs: the table options and loader settings of ``ForecastDataModule``.
 
     For a registered dataset, any of ``origins`` / ``lookback`` / ``horizon`` / ``split`` /
@@ -148,6 +154,7 @@ class ObservationDataModule(ObservationRecord, ObservationQueries, ForecastDataM
         static_columns: Optional[Sequence[str]] = None,
         static_variables: Optional[Sequence[str]] = None,
         history: Optional[float] = None,
+        train_origins: Optional[Sequence[float]] = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(data, **kwargs)
@@ -182,6 +189,7 @@ class ObservationDataModule(ObservationRecord, ObservationQueries, ForecastDataM
         self.columns_read = {"id_column": id_column, "variable_column": variable_column, "value_column": value_column,
                              "static_columns": list(check_static_columns(static_columns)) or None}
         self.static_variables = list(check_static_columns(static_variables)) or None
+        self.train_origins = self._check_train_origins(train_origins)
         self.duplicates = duplicates
         self._observations: Optional[ObservationSet] = None
         self._series_splits: Optional[dict[str, np.ndarray]] = None
@@ -283,6 +291,10 @@ class ObservationDataModule(ObservationRecord, ObservationQueries, ForecastDataM
         split = split_samples(observations, samples, self.split, self.split_fractions, self.split_seed,
                               self.scale_from, self.target_span)
         by_split, fit_rows, self._series_splits, self._borders = split
+        if self.train_origins:                 # more samples of the train series; val / test as they were
+            more = fixed_origin_samples(observations, self.train_origins, self.lookback, self.target_span)
+            more = more.take(np.isin(more.series, self._series_splits["train"]))
+            by_split["train"] = ForecastSamples.concatenate([by_split["train"], more])
         if len(by_split["train"]) == 0 and not self._fitted_given:  # a fitted model evaluates what is there
             raise DataError(
                 f"no train samples: {len(samples)} sample(s) in all, none of them in the train split (split="
@@ -307,6 +319,21 @@ class ObservationDataModule(ObservationRecord, ObservationQueries, ForecastDataM
         self._datasets = {
             name: ForecastSampleDataset(observations.time, variable, scaled, by_split[name], static) for name in SPLITS
         }
+
+    def _check_train_origins(self, train_origins: Optional[Sequence[float]]) -> Optional[list[float]]:
+        if train_origins is None:
+            return None
+        given = [train_origins] if np.isscalar(train_origins) else list(train_origins)
+        if not given or not all(_is_number(o) and np.isfinite(o) for o in given):
+            raise DataError(f"train_origins must be a list of numbers (origins in the data's time units, e.g. "
+                            f"[20.0, 28.0]); got {train_origins!r}")
+        if self.origins is None or self.split != "series":
+            raise DataError(
+                f"train_origins adds fixed origins to the train series of a split by series; this data module has "
+                f"{'rolling origins (origin_stride)' if self.origins is None else 'split=' + repr(self.split)}: give "
+                "fixed origins=[...] with split='series', or leave train_origins None"
+            )
+        return [float(o) for o in given]
 
     def _origin_times(self) -> Union[list[float], np.ndarray]:
         """The fixed origins in the set's time units: numbers as given, or for datetime data timestamps

@@ -33,6 +33,7 @@ class ObservationRecord:
             "subsample": self.subsample, "subsample_by": self.subsample_by, "subsample_seed": self.subsample_seed,
             **self.table_options, **self.columns_read, "time_unit": str(self.time_unit), "duplicates": self.duplicates,
             "reader_options": dict(self.reader_options), "static_variables": self.static_variables,
+            "train_origins": self.train_origins,
         }
 
     def _fitted(self) -> dict[str, Any]:
