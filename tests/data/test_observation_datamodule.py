@@ -101,6 +101,15 @@ def test_train_origins_add_train_samples_only(history, horizon):
     assert dm.record()["options"]["train_origins"] == [30.0, 55.0]
 
 
+def test_train_origins_is_a_fit_option_of_the_irregular_models_only():
+    from tsattn.tasks import get_task, split_fit_options
+
+    data, trainer = split_fit_options(get_task("observations"), "irregular", {"train_origins": [20.0], "max_epochs": 1})
+    assert data == {"train_origins": [20.0]} and trainer == {"max_epochs": 1}
+    with pytest.raises(ValueError, match="train_origins"):
+        split_fit_options(get_task("window"), "patchtst", {"train_origins": [20.0]})
+
+
 @pytest.mark.parametrize("kwargs, phrase", [
     (dict(origins=[40.0], train_origins=["soon"]), "train_origins must be a list of numbers"),
     (dict(origins=[40.0], train_origins=[]), "train_origins must be a list of numbers"),
