@@ -98,7 +98,10 @@ def test_train_origins_add_train_samples_only(history, horizon):
     # the scaler is fit on the split's observations, whatever the origins
     assert np.array_equal(dm.scaler.transform(obs.value, obs.variable), base.scaler.transform(obs.value, obs.variable))
     assert len(dm.train_dataloader().dataset) == 3 * len(base.train_dataloader().dataset)
-    assert dm.record()["options"]["train_origins"] == [30.0, 55.0]
+    record = dm.record()
+    assert record["options"]["train_origins"] == [30.0, 55.0]
+    # other data read the fit's way (a fitted model's evaluation or forecasts) takes no extra train samples
+    assert ObservationDataModule.from_record(record, obs.subset(np.arange(6))).train_origins is None
 
 
 def test_train_origins_is_a_fit_option_of_the_irregular_models_only():

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ObservationRecord"]
 
-_ONLY_FOR_THE_FIT_SOURCE = ("max_series", "subsample", "subsample_by", "subsample_seed")
+_ONLY_FOR_THE_FIT_SOURCE = ("max_series", "subsample", "subsample_by", "subsample_seed", "train_origins")
 
 
 class ObservationRecord:
@@ -56,7 +56,7 @@ class ObservationRecord:
     def _options_for(cls, record: dict[str, Any], other_data: bool) -> dict[str, Any]:
         options = dict(record["options"])
         columns = record["fitted"]["columns"]
-        if other_data:  # how much of the fit's source was read is no limit on other data
+        if other_data:  # how much of the fit's source was read, and its extra train origins, are no limit on other data
             for name in _ONLY_FOR_THE_FIT_SOURCE:
                 options.pop(name, None)
         if columns["layout"] == "long" and options.get("variable_column") is None:
