@@ -104,6 +104,24 @@ def test_train_origins_add_train_samples_only(history, horizon):
     assert ObservationDataModule.from_record(record, obs.subset(np.arange(6))).train_origins is None
 
 
+def test_train_origins_ask_history_of_the_train_series_only():
+    obs = _irregular()
+    probe = ObservationDataModule(obs, origins=[40.0])
+    probe.setup()
+    held_out, train = int(probe.split_series("test")[0]), int(probe.split_series("train")[0])
+    frame = obs.to_frame("long")
+    late = frame[~((frame["id"] == obs.series_ids[held_out]) & (frame["time"] < 30.0))]   # a test series starts at 30
+    obs = read_observations(late, id_column="id", time_column="time", variable_column="variable", value_column="value")
+    dm = ObservationDataModule(obs, origins=[40.0], train_origins=[20.0])
+    dm.setup()                                                 # the test series needs no history before 20
+    assert len(dm.samples("train")) == 2 * len(dm.split_series("train"))
+    assert np.array_equal(dm.split_series("test"), probe.split_series("test"))
+    early = frame[~((frame["id"] == obs.series_ids[train]) & (frame["time"] < 30.0))]      # a train series does
+    obs = read_observations(early, id_column="id", time_column="time", variable_column="variable", value_column="value")
+    with pytest.raises(DataError, match=rf"no observation before 20 .*{obs.series_ids[train]}"):
+        ObservationDataModule(obs, origins=[40.0], train_origins=[20.0]).setup()
+
+
 def test_train_origins_is_a_fit_option_of_the_irregular_models_only():
     from tsattn.tasks import get_task, split_fit_options
 

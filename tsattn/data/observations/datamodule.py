@@ -292,8 +292,8 @@ class ObservationDataModule(ObservationRecord, ObservationQueries, ForecastDataM
                               self.scale_from, self.target_span)
         by_split, fit_rows, self._series_splits, self._borders = split
         if self.train_origins:                 # more samples of the train series; val / test as they were
-            more = fixed_origin_samples(observations, self.train_origins, self.lookback, self.target_span)
-            more = more.take(np.isin(more.series, self._series_splits["train"]))
+            more = fixed_origin_samples(observations, self.train_origins, self.lookback, self.target_span,
+                                        series=self._series_splits["train"])
             by_split["train"] = ForecastSamples.concatenate([by_split["train"], more])
         if len(by_split["train"]) == 0 and not self._fitted_given:  # a fitted model evaluates what is there
             raise DataError(

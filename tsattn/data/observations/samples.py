@@ -139,6 +139,7 @@ def fixed_origin_samples(
     origins: Union[Sequence[float], np.ndarray],
     lookback: Optional[float] = None,
     horizon: Optional[float] = None,
+    series: Optional[np.ndarray] = None,
 ) -> ForecastSamples:
     """One sample per (series, origin), for every series and every origin (ordered by origin, then series).
 
@@ -149,9 +150,10 @@ def fixed_origin_samples(
             as each series' time since its first one).
         lookback: length of the history window before t0; None: everything before t0.
         horizon: length of the target window from t0; None: everything from t0 on.
+        series: int64 [n], only these series (indices into the set, in this order); None: every series.
 
     Raises:
-        DataError: a series has no observation in the history window of an origin (named).
+        DataError: a series (of ``series``) has no observation in the history window of an origin (named).
     """
     lookback = _check_window("lookback", lookback, required=False)
     horizon = _check_window("horizon", horizon, required=False)
@@ -161,15 +163,16 @@ def fixed_origin_samples(
         raise DataError(f"origins must be a non-empty list of finite times; got {origins!r}")
     if len(observations) == 0:
         raise DataError("the observation set holds no series")
-    series = np.arange(len(observations), dtype=np.int64)
+    series = np.arange(len(observations), dtype=np.int64) if series is None else np.asarray(series, dtype=np.int64)
     parts = []
     for t0 in values:
         start = observations.offsets[:-1] if lookback is None else rows_before(observations, t0 - lookback)
         mid = rows_before(observations, t0)
         stop = observations.offsets[1:] if horizon is None else rows_before(observations, t0 + horizon)
+        start, mid, stop = start[series], mid[series], stop[series]
         empty = mid == start
         if empty.any():
-            k = np.flatnonzero(empty)
+            k = series[np.flatnonzero(empty)]
             ids = [shown_id(observations.series_ids[i]) for i in k[:3]]
             at = float(t0 if np.isscalar(t0) else t0[k[0]])
             window = f"[{at - lookback:g}, {at:g})" if lookback is not None else f"before {at:g}"
@@ -178,8 +181,8 @@ def fixed_origin_samples(
                 f"{', '.join(repr(i) for i in ids)} (index {', '.join(str(i) for i in k[:3])}); leave them out "
                 "(ObservationSet.subset), or use a later origin or a longer history"
             )
-        parts.append(ForecastSamples(series, np.broadcast_to(np.asarray(t0, dtype=np.float64), series.shape).copy(),
-                                     start, mid, stop))
+        origin = np.broadcast_to(np.asarray(t0, dtype=np.float64), (len(observations),))[series]      # [n], a copy
+        parts.append(ForecastSamples(series, origin, start, mid, stop))
     return ForecastSamples.concatenate(parts)
 
 
