@@ -97,13 +97,14 @@ def test_information_flows_across_variables_and_time_matters(attention):
     assert (later - out)[batch["y_mask"]].abs().max() > 1e-6
 
 
-@pytest.mark.parametrize("attention", ATTENTIONS)
-def test_residual_starts_at_the_last_observation(attention):
+@pytest.mark.parametrize("attention,tokens", list(itertools.product(ATTENTIONS, [None, 5.0])))
+def test_residual_starts_at_the_last_observation(attention, tokens):
     """residual=True: untrained, the forecast of an observed variable is its last observed value (the
-    LastObservation baseline), of a never observed one 0 (the head's output alone, zero at the start)."""
+    LastObservation baseline), of a never observed one 0 (the head's output alone, zero at the start);
+    with patch tokens too (the last value comes from the observations, not from the pooled tokens)."""
     from tsattn.models.baselines import LastObservation
 
-    model, batch = build(attention, residual=True), observation_batch(dtype=torch.float64)
+    model, batch = build(attention, residual=True, token_length=tokens), observation_batch(dtype=torch.float64)
     out = model(**batch)
     observed = torch.zeros(batch["y_var"].shape, dtype=torch.bool)
     for i in range(batch["y_var"].shape[0]):
@@ -271,7 +272,8 @@ def test_series_layers_none_is_the_model_as_before():
 
 
 OPTIONS = {"series_layers=0": dict(series_layers=0), "series_layers=2": dict(series_layers=2),
-           "patch_length=6": dict(patch_length=6.0)}
+           "patch_length=6": dict(patch_length=6.0), "token_length=5": dict(token_length=5.0),
+           "token_length=5,patch_length=6,series_layers=1": dict(token_length=5.0, patch_length=6.0, series_layers=1)}
 
 
 @pytest.mark.parametrize("attention,option", list(itertools.product(ATTENTIONS, OPTIONS)))
@@ -384,3 +386,78 @@ def test_patch_block_reads_which_variables_moved_together():
     base.load_state_dict({k: v for k, v in model.state_dict().items() if not k.startswith("patch_")})
     torch.testing.assert_close(model(**near)[near["y_mask"]], base(**near)[near["y_mask"]], rtol=1e-10,
                                atol=1e-10)
+
+
+# -- patch tokens (token_length): one token per observed variable and history patch ------------------------
+
+def test_token_length_none_is_the_model_as_before():
+    plain, none, pooled = weights(), weights(token_length=None), weights(token_length=8)
+    assert plain.keys() == none.keys() and all(torch.equal(plain[k], v) for k, v in none.items())
+    assert all(torch.equal(pooled[k], v) for k, v in plain.items())
+    assert any(k.startswith("token_") for k in pooled)
+    for bad in (0, -1.0, float("inf"), float("nan"), True, "8"):
+        with pytest.raises(ValueError, match="token_length"):
+            IrregularTransformer(V, token_length=bad)
+
+
+def test_pooled_tokens_are_the_patch_means_in_time_order():
+    """Brute force: per (series, variable, patch) the mean of the knots plus their offset features, plus the
+    count term, at the mean time; tokens of a row in time order, counted per row."""
+    torch.manual_seed(0)
+    model = IrregularTransformer(V, d_model=8, n_heads=2, d_ff=16, token_length=4.0, time_scale=0.5).double()
+    key = torch.tensor([0, 0, 0, 0, 3, 3, 7, 7, 7])
+    time = torch.tensor([-20.0, -4.5, -4.0, -3.9, -8.0, -0.1, -9.0, -8.5, 0.0], dtype=torch.float64) * 0.5
+    knots = torch.randn(9, 8, dtype=torch.float64)
+    tokens, c_key, rank, counts, mid = model._pool_tokens(knots, key, time, 10)
+    patch_of = [4, 1, 0, 0, 1, 0, 2, 2, 0]                  # [-(p+1) L, -p L), L = 4 h = 2 scaled
+    cells = sorted({(int(key[e]), -patch_of[e]) for e in range(9)})
+    assert c_key.tolist() == [k for k, _ in cells]
+    assert counts.tolist() == [sum(k == r for k, _ in cells) for r in range(10)]
+    for c, (k, minus_p) in enumerate(cells):
+        members = [e for e in range(9) if (int(key[e]), -patch_of[e]) == (k, minus_p)]
+        assert rank[c] == sum(kk == k for kk, pp in cells[:c])
+        t = time[members].mean()
+        assert mid[c].item() == pytest.approx(t.item(), abs=1e-12)
+        expected = ((knots[members] + model.token_offset(time[members] - t)).mean(0)
+                    + model.token_count(torch.tensor([float(len(members))], dtype=torch.float64).log()))
+        torch.testing.assert_close(tokens[c], expected, rtol=1e-12, atol=1e-12)
+    assert all(mid[c] < mid[c + 1] for c in range(len(cells) - 1) if c_key[c] == c_key[c + 1])
+
+
+@pytest.mark.parametrize("attention", ATTENTIONS)
+def test_one_observation_per_patch_is_the_knot_model(attention):
+    """Patches shorter than any gap hold one observation each; with the pooling's own terms zeroed the tokens
+    are the knots at their own times, and the model is the knot model weight for weight."""
+    batch = observation_batch(dtype=torch.float64)
+    model = build(attention, token_length=1e-4)
+    for m in (model.token_offset.out, model.token_count):
+        torch.nn.init.zeros_(m.weight)
+        torch.nn.init.zeros_(m.bias)
+    base = build(attention)
+    base.load_state_dict({k: v for k, v in model.state_dict().items() if not k.startswith("token_")})
+    query = batch["y_mask"]
+    torch.testing.assert_close(model(**batch)[query], base(**batch)[query], rtol=1e-10, atol=1e-10)
+    # a longer patch pools: other forecasts
+    coarse = build(attention, token_length=8.0)
+    coarse.load_state_dict(model.state_dict())
+    assert (coarse(**batch) - base(**batch))[query].abs().max() > 1e-6
+
+
+def test_a_patch_token_reads_the_set_of_its_observations():
+    """A token is a function of the set of observations in its patch, not of the order they are listed in:
+    listing a variable's observations in reverse leaves the other variables' forecasts as they were (its own
+    queries read the last listed value). The knot model reads them as a sequence, and moves."""
+    batch = observation_batch(dtype=torch.float64)
+    s = 2
+    idx = torch.nonzero(batch["x_mask"][s] & (batch["x_var"][s] == 1)).squeeze(1)
+    assert idx.numel() >= 2
+    swapped = dict(batch, x_time=batch["x_time"].clone(), x_value=batch["x_value"].clone())
+    swapped["x_time"][s, idx] = batch["x_time"][s, idx].flip(0)
+    swapped["x_value"][s, idx] = batch["x_value"][s, idx].flip(0)
+    query = torch.zeros_like(batch["y_mask"])
+    query[s] = batch["y_mask"][s] & (batch["y_var"][s] != 1)
+    assert query.any()
+    model = build("continuous", token_length=30.0)        # one patch holds the whole 24 h history
+    torch.testing.assert_close(model(**swapped)[query], model(**batch)[query], rtol=1e-10, atol=1e-10)
+    knots = build("continuous")
+    assert (knots(**swapped) - knots(**batch))[query].abs().max() > 1e-6

@@ -29,6 +29,13 @@
     its knots there, plus the patch's time features) is updated by attention over the variables observed
     in the same patch (softmax over the set), and added back to those knots. The global variable block
     sees each variable's mean over the whole history; this one sees which variables moved together when.
+    ``token_length=L`` makes the knots patch tokens: each variable's observations are pooled into one token
+    per history patch of length L counted back from the origin (the patches of ``patch_length``): the mean
+    of the observations' embeddings, each with learned features of its time within the patch, plus a
+    learned function of how many there are; the token sits at the mean time of its observations. Every
+    block then reads these tokens where it read the knots (the temporal attentions integrate over the
+    gaps between patch tokens), as t-PatchGNN encodes a variable by its time patches. The last observed
+    value and its age, which the queries read, still come from the observations themselves.
 
 Why this shape. mTAND attends from reference times to every observation with learned time
 embeddings; t-PatchGNN cuts each variable's observations into time patches, encodes each patch
@@ -293,6 +300,9 @@ class IrregularTransformer(nn.Module):
             or a positive length of time (the data's unit, as the times before ``time_scale``): a
             variable block per history patch of that length in every encoder layer (module docstring).
             Softmax over a set, like the global variable block: not switched by ``attention``.
+        token_length: None (one token per observation, the knots: the model as before, the same weights
+            drawn) or a positive length of time (the data's unit): one token per observed variable and
+            history patch of that length (module docstring); fewer, denser tokens.
     """
 
     def __init__(
@@ -319,6 +329,7 @@ class IrregularTransformer(nn.Module):
         n_static: int = 0,
         series_layers: Optional[int] = None,
         patch_length: Optional[float] = None,
+        token_length: Optional[float] = None,
     ) -> None:
         super().__init__()
         check_quantile_count(n_quantiles)
@@ -384,13 +395,44 @@ class IrregularTransformer(nn.Module):
             self.patch_mix = nn.ModuleList(_set_attention_layer(d_model, n_heads, d_ff, dropout)
                                            for _ in range(n_layers))
             self.patch_out = nn.ModuleList(nn.Linear(d_model, d_model) for _ in range(n_layers))
+        if token_length is not None and (isinstance(token_length, bool) or not isinstance(token_length, (int, float))
+                                         or not (token_length > 0 and math.isfinite(token_length))):
+            raise ValueError(f"`token_length` must be None or a positive length of time, got {token_length!r}")
+        self.token_length = None if token_length is None else float(token_length)   # created last, as above
+        if token_length is not None:
+            self.token_offset = TimeFeatures(time_features, d_model)
+            self.token_count = nn.Linear(1, d_model)
+
+    @staticmethod
+    def _patch_index(time: Tensor, length: float) -> Tensor:
+        """The history patch of each time (times and ``length`` scaled): patch p holds [-(p+1) L, -p L); a time
+        >= 0 goes to patch 0."""
+        return (torch.ceil(-time / length) - 1).clamp(min=0).long()
+
+    def _pool_tokens(self, knots: Tensor, key: Tensor, time: Tensor, n_keys: int
+                     ) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+        """Patch tokens: the knots [E, d] of keys ``key`` [E] ((series, variable) rows) at scaled ``time`` [E] ->
+        one token per observed (key, patch): (tokens [C, d], key [C], rank [C] (place within the key, in time
+        order), counts [n_keys] tokens per key, times [C] (the mean time of the token's observations))."""
+        patch = self._patch_index(time, self.token_length * self.time_scale)
+        n_patches = int(patch.max()) + 1
+        cells, cell = torch.unique(key * n_patches + (n_patches - 1 - patch), return_inverse=True)   # [C], [E]
+        number = torch.bincount(cell, minlength=cells.numel()).to(time.dtype)                # [C]
+        mid = time.new_zeros(cells.numel()).index_add(0, cell, time) / number                # [C]
+        total = knots.new_zeros(cells.numel(), knots.shape[-1]).index_add(
+            0, cell, knots + self.token_offset(time - mid[cell]))
+        tokens = total / number[:, None] + self.token_count(torch.log(number)[:, None])
+        c_key = cells // n_patches                                                             # sorted
+        counts = torch.bincount(c_key, minlength=n_keys)
+        rank = torch.arange(cells.numel(), device=key.device) - (torch.cumsum(counts, 0) - counts)[c_key]
+        return tokens, c_key, rank, counts, mid
 
     def _patch_cells(self, series: Tensor, var: Tensor, time: Tensor) -> _PatchLayout:
         """The time-local variable block's layout (``_PatchLayout``) of the knots (``series``, ``var``, ``time``
         [E], times scaled), the same for every encoder layer. Patch p holds the times in [-(p+1) L, -p L) (L
         the scaled patch length; a time >= 0 goes to patch 0)."""
         V, length = self.n_variables, self.patch_length * self.time_scale
-        patch = (torch.ceil(-time / length) - 1).clamp(min=0).long()                        # [E]
+        patch = self._patch_index(time, length)                                              # [E]
         n_patches = int(patch.max()) + 1
         cell_id = (series * n_patches + patch) * V + var                                     # [E]
         cells, cell = torch.unique(cell_id, return_inverse=True)                             # sorted, [C]
@@ -490,6 +532,15 @@ class IrregularTransformer(nn.Module):
         var_flat, time_flat = x_var.reshape(-1)[order].long(), x_time.reshape(-1)[order]
         value_flat = x_value.reshape(-1)[order].to(dtype)
         tokens_flat = self.value_embedding(value_flat[:, None]) + self.variable_embedding(var_flat)   # [E, d]
+        last = x_time.new_zeros(B * V, 2)                                                 # value, time
+        if order.numel():
+            end = torch.cumsum(counts, 0) - 1                                               # last element of a key
+            seen = torch.nonzero(counts > 0).squeeze(1)
+            last[seen, 0] = value_flat[end[seen]]
+            last[seen, 1] = time_flat[end[seen]]
+            if self.token_length is not None:                  # the knots pooled into patch tokens
+                tokens_flat, key, rank, counts, time_flat = self._pool_tokens(tokens_flat, key, time_flat, B * V)
+                var_flat = key % V
         buckets = _Buckets(counts, self.n_buckets)
         tokens = [self.dropout(buckets.scatter(tokens_flat, key, rank, b)) for b in range(len(buckets.rows))]
         times = [buckets.scatter(time_flat, key, rank, b) for b in range(len(buckets.rows))]   # [R_b, W_b]
@@ -525,12 +576,6 @@ class IrregularTransformer(nn.Module):
             series = self._series_memory(encoded, key // V, time_flat, B)
 
         # -- queries: decoded per (series, variable), reading that variable's knots -------------------------
-        last = x_time.new_zeros(B * V, 2)                                                 # value, time
-        if order.numel():
-            end = torch.cumsum(counts, 0) - 1                                               # last element of a key
-            seen = torch.nonzero(counts > 0).squeeze(1)
-            last[seen, 0] = value_flat[end[seen]]
-            last[seen, 1] = time_flat[end[seen]]
         q_keys = torch.arange(B, device=y_var.device)[:, None] * V + y_var.long()         # [B, Ny]
         q_order, q_key, q_rank, q_counts = _group(q_keys, y_mask, B * V)
         q_time = y_time.reshape(-1)[q_order]
