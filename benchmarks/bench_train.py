@@ -113,11 +113,15 @@ CONFIGS: dict[str, Config] = {
     # the irregular model on PhysioNet 2012 (its registered protocol; the sizes of configs/physionet2012)
     "irregular-softmax": tsattn_config(data="physionet2012", **IRREGULAR, attention="softmax"),
     "irregular-continuous": tsattn_config(data="physionet2012", **IRREGULAR, attention="continuous"),
+    # the same with patch tokens (one token per variable and 8 h history patch instead of one per observation)
+    "irregular-continuous-tokens8": tsattn_config(
+        data="physionet2012", **dict(IRREGULAR, model_kwargs={**IRREGULAR["model_kwargs"], "token_length": 8.0}),
+        attention="continuous"),
 }
 RATIOS = [("softmax", "peer"), ("continuous", "softmax"), ("continuous", "peer"),
           ("softmax-compiled", "peer"), ("continuous-compiled", "softmax-compiled"),
           ("continuous-compiled", "peer"), ("decoder-continuous", "decoder-softmax"),
-          ("irregular-continuous", "irregular-softmax")]
+          ("irregular-continuous", "irregular-softmax"), ("irregular-continuous-tokens8", "irregular-continuous")]
 
 
 def run_worker(spec: dict[str, Any], epochs: int, max_batches: Optional[int]) -> None:
