@@ -1,0 +1,204 @@
+"""t-PatchGNN's own code on tsattn's PhysioNet 2012 split: prepare, run several seeds at once, summarize.
+
+    python benchmarks/peer_tpatchgnn.py run --peer ../peers/t-PatchGNN --data ../shared/data \\
+        --work /tmp/tpg --seeds 1 2 3 [--seconds 540] [--detach]
+    python benchmarks/peer_tpatchgnn.py summarize /tmp/tpg/peer_s1.log ... --out benchmarks/results/X.jsonl
+
+The peer (repository usail-hkust/t-PatchGNN, commit 00c94e7; fetch it, it is not part of tsattn) is run
+with its ``run_all.sh`` PhysioNet settings and two changes, made to a copy under ``--work`` (the checkout
+is only read): its records are sorted by RecordID just before its two ``train_test_split`` calls, which
+makes its split exactly tsattn's (``tsattn.data.observations.samples.split_series``: its printed test ids
+are our test split), and, without CUDA, the two ``.cuda()`` calls of its model are dropped. Its archives
+come from the dataset folder (``physionet2012/set-{a,b,c}.tar.gz``) and are parsed by its own
+``PhysioNet.download()``, one process per set. ``reformer_pytorch`` (imported, unused for PhysioNet) and,
+where missing, ``torchvision.datasets.utils.download_url`` get stand-ins. Each seed trains in its own
+copy (its log file is per copy), all at once; ``--seconds`` stops every run after that long (the peer has
+no resume), ``--detach`` starts them in their own process sessions and returns at once (a run then
+outlives the command that started it). Each run's output goes to ``WORK/peer_s<seed>.log``.
+
+``summarize`` reads those logs into one JSON line per seed: validation MSE/MAE after every epoch (epochs
+counted from 1), the seconds of each, the best validation epoch so far and the test MSE/MAE the peer
+measured there, and whether its early stopping ended the run.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Optional, Sequence
+
+SETTINGS = ["--dataset", "physionet", "--state", "def", "--history", "24", "--patience", "10", "--batch_size", "32",
+            "--lr", "1e-3", "--patch_size", "8", "--stride", "8", "--nhead", "1", "--tf_layer", "1", "--nlayer", "1",
+            "--te_dim", "10", "--node_dim", "10", "--hid_dim", "64", "--outlayer", "Linear"]   # run_all.sh, PhysioNet
+SPLIT_ANCHOR = "\t\t# Shuffle and split\n\t\tseen_data, test_data = model_selection.train_test_split(total_dataset"
+SORT_LINE = "\t\ttotal_dataset.data.sort(key=lambda r: int(r[0]))  # RecordID order: tsattn's split\n"
+SETS = ("set-a", "set-b", "set-c")
+
+PARSE_ONE = """import os, sys
+sys.path.insert(0, os.getcwd())
+from lib.physionet import PhysioNet
+i, root = int(sys.argv[1]), sys.argv[2]
+PhysioNet.urls = [PhysioNet.urls[i]]
+p = PhysioNet.__new__(PhysioNet)
+p.root, p.reduce, p.quantization = root, "average", 0.0
+p.download()
+"""
+DOWNLOAD_STUB = """import os
+def download_url(url, root, filename=None, md5=None):
+    if not os.path.exists(os.path.join(root, filename)):
+        raise FileNotFoundError(os.path.join(root, filename))
+"""
+
+
+def prepare(peer: Path, work: Path, cuda: bool) -> Path:
+    """Copy the peer's ``lib`` and ``tPatchGNN`` to ``work/code`` with the RecordID sort (and, without CUDA,
+    without its ``.cuda()`` calls); return that folder. The checkout itself is not changed."""
+    for part in ("lib/parse_datasets.py", "tPatchGNN/run_models.py", "tPatchGNN/model/tPatchGNN.py"):
+        if not (peer / part).is_file():
+            raise SystemExit(f"{peer} is not a t-PatchGNN checkout ({part} is missing): pass --peer the folder "
+                             "of usail-hkust/t-PatchGNN")
+    code = work / "code"
+    if code.exists():
+        shutil.rmtree(code)
+    for part in ("lib", "tPatchGNN"):
+        shutil.copytree(peer / part, code / part, ignore=shutil.ignore_patterns("__pycache__", "logs", "experiments"))
+    parse = code / "lib" / "parse_datasets.py"
+    text = parse.read_text()
+    if text.count(SPLIT_ANCHOR) < 1:
+        raise SystemExit(f"{parse}: the split this script sorts before was not found (another version of the "
+                         "peer?); this script knows commit 00c94e7")
+    at = text.index(SPLIT_ANCHOR) + len("\t\t# Shuffle and split\n")   # the first: PhysioNet and MIMIC
+    parse.write_text(text[:at] + SORT_LINE + text[at:])
+    if not cuda:
+        model = code / "tPatchGNN" / "model" / "tPatchGNN.py"
+        model.write_text(model.read_text().replace(".cuda()", ""))
+    return code
+
+
+def _stubs(work: Path) -> Path:
+    stubs = work / "stubs"
+    stubs.mkdir(parents=True, exist_ok=True)
+    (stubs / "reformer_pytorch.py").write_text("LSHSelfAttention = None  # imported by the peer, unused for PhysioNet\n")
+    if subprocess.run([sys.executable, "-c", "import torchvision.datasets.utils"], capture_output=True).returncode:
+        (stubs / "torchvision" / "datasets").mkdir(parents=True, exist_ok=True)
+        (stubs / "torchvision" / "__init__.py").write_text("")
+        (stubs / "torchvision" / "datasets" / "__init__.py").write_text("")
+        (stubs / "torchvision" / "datasets" / "utils.py").write_text(DOWNLOAD_STUB)
+    return stubs
+
+
+def run(args: argparse.Namespace) -> None:
+    import torch
+
+    work = args.work.resolve()
+    cuda = torch.cuda.is_available()
+    code = prepare(args.peer.resolve(), work, cuda)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(_stubs(work)), os.environ.get("PYTHONPATH")])),
+               PYTHONUNBUFFERED="1", OMP_NUM_THREADS=str(args.threads))
+    root = work / "data" / "physionet"
+    (root / "raw").mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    parsers = []
+    for i, name in enumerate(SETS):
+        archive = args.data / "physionet2012" / f"{name}.tar.gz"
+        if not archive.is_file():
+            raise SystemExit(f"{archive} is missing: pass --data the dataset folder (TSATTN_DATA_DIR)")
+        shutil.copyfile(archive, root / "raw" / f"{name}.tar.gz?download")   # where its download() looks
+        if not (root / "processed" / f"{name}_0.0.pt").exists():
+            parsers.append(subprocess.Popen([sys.executable, "-c", PARSE_ONE, str(i), str(root)], cwd=code, env=env))
+    if any(p.wait() for p in parsers):
+        raise SystemExit("parsing the PhysioNet archives with the peer's own code failed (its output is above)")
+    print(f"parsed in {time.monotonic() - start:.0f} s; device: {'cuda' if cuda else 'cpu'}", flush=True)
+    runs = []
+    for seed in args.seeds:
+        copy = work / f"s{seed}"
+        if copy.exists():
+            shutil.rmtree(copy)
+        shutil.copytree(code, copy)
+        (copy / "data").symlink_to(work / "data")          # its code reads ../data/physionet from tPatchGNN/
+        argv = [sys.executable, "run_models.py", *SETTINGS, "--seed", str(seed), "--gpu", "0"]
+        if args.seconds:
+            argv = ["timeout", str(int(args.seconds)), *argv]
+        log = open(work / f"peer_s{seed}.log", "w")
+        runs.append(subprocess.Popen(argv, cwd=copy / "tPatchGNN", env=env, stdout=log, stderr=subprocess.STDOUT,
+                                     start_new_session=args.detach))
+    if args.detach:
+        print(f"started seeds {list(args.seeds)} (pids {[p.pid for p in runs]}); logs in {work}")
+        return
+    codes = [p.wait() for p in runs]
+    print(f"seeds {list(args.seeds)} ended with {codes} after {time.monotonic() - start:.0f} s; logs in {work}")
+
+
+EPOCH = re.compile(r"- Epoch (\d+), ExpID")
+VAL = re.compile(r"Val - Loss, MSE, RMSE, MAE, MAPE: [\d.]+, ([\d.]+), [\d.]+, ([\d.]+)")
+TEST = re.compile(r"Test - Best epoch, Loss, MSE, RMSE, MAE, MAPE: (\d+), [\d.]+, ([\d.]+), [\d.]+, ([\d.]+)")
+SECONDS = re.compile(r"Time spent: ([\d.]+)s")
+SEED = re.compile(r"--seed (\d+)")
+
+
+def summarize_log(text: str) -> dict:
+    """One record from a peer log: the curves, the best validation epoch so far and the test there."""
+    parts = EPOCH.split(text)
+    val, mae, seconds, test = [], [], [], None
+    for number, body in zip(parts[1::2], parts[2::2]):
+        v, s, t = VAL.search(body), SECONDS.search(body), TEST.search(body)
+        if v is None or s is None:
+            break                                            # an epoch cut off mid-report
+        if int(number) != len(val):
+            raise ValueError(f"epoch {number} follows {len(val)} epochs: not one run's log")
+        val.append(float(v.group(1)))
+        mae.append(float(v.group(2)))
+        seconds.append(float(s.group(1)))
+        if t is not None:
+            test = (int(t.group(1)) + 1, float(t.group(2)), float(t.group(3)))
+    if not val:
+        raise ValueError("no finished epoch in this log")
+    best = min(range(len(val)), key=val.__getitem__)
+    if test is None or test[0] != best + 1:
+        raise ValueError("the log's last test line is not at its best validation epoch")
+    seed = SEED.search(text)
+    return {"seed": int(seed.group(1)) if seed else None, "epochs_run": len(val),
+            "early_stopped": "Exp has been early stopped" in text, "best_epoch": best + 1,
+            "best_val_mse": val[best], "test_mse": test[1], "test_mae": test[2],
+            "val_mse_curve": val, "val_mae_curve": mae, "seconds_per_epoch": seconds}
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="prepare a copy of the peer and train seeds at once")
+    r.add_argument("--peer", type=Path, required=True, help="a checkout of usail-hkust/t-PatchGNN (only read)")
+    r.add_argument("--data", type=Path, default=Path(os.environ.get("TSATTN_DATA_DIR", "data")),
+                   help="the dataset folder holding physionet2012/ (default: $TSATTN_DATA_DIR)")
+    r.add_argument("--work", type=Path, required=True, help="where the copies, parsed data and logs go")
+    r.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    r.add_argument("--seconds", type=float, default=0, help="stop every run after this long (0: no limit)")
+    r.add_argument("--threads", type=int, default=2, help="OMP_NUM_THREADS of each run")
+    r.add_argument("--detach", action="store_true", help="start the runs in their own sessions and return")
+    s = sub.add_parser("summarize", help="one JSON line per peer log")
+    s.add_argument("logs", type=Path, nargs="+")
+    s.add_argument("--out", type=Path, help="append the lines here (default: print them)")
+    s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="a field added to every line (e.g. device=H200)")
+    args = parser.parse_args(argv)
+    if args.command == "run":
+        run(args)
+        return
+    extra = dict(item.split("=", 1) for item in args.set)
+    records = [summarize_log(log.read_text()) for log in args.logs]
+    lines = [json.dumps({"name": f"tpatchgnn_physionet_s{r['seed']}", **r, **extra}) for r in records]
+    if args.out:
+        with args.out.open("a") as f:
+            f.write("".join(line + "\n" for line in lines))
+    else:
+        print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
