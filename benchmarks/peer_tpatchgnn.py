@@ -1,6 +1,6 @@
 """t-PatchGNN's own code on tsattn's PhysioNet 2012 split: prepare, run several seeds at once, summarize.
 
-    python benchmarks/peer_tpatchgnn.py run --peer ../peers/t-PatchGNN --data ../shared/data \\
+    TSATTN_DATA_DIR=../shared/data python benchmarks/peer_tpatchgnn.py run --peer ../peers/t-PatchGNN \\
         --work /tmp/tpg --seeds 1 2 3 [--seconds 540] [--detach]
     python benchmarks/peer_tpatchgnn.py summarize /tmp/tpg/peer_s1.log ... --out benchmarks/results/X.jsonl
 
@@ -9,7 +9,8 @@ with its ``run_all.sh`` PhysioNet settings and two changes, made to a copy under
 is only read): its records are sorted by RecordID just before its two ``train_test_split`` calls, which
 makes its split exactly tsattn's (``tsattn.data.observations.samples.split_series``: its printed test ids
 are our test split), and, without CUDA, the two ``.cuda()`` calls of its model are dropped. Its archives
-come from the dataset folder (``physionet2012/set-{a,b,c}.tar.gz``) and are parsed by its own
+are the registered dataset's (``tsattn.data.registry.resolve("physionet2012")``: ``TSATTN_DATA_DIR`` or the
+cache, checksums checked) and are parsed by its own
 ``PhysioNet.download()``, one process per set. ``reformer_pytorch`` (imported, unused for PhysioNet) and,
 where missing, ``torchvision.datasets.utils.download_url`` get stand-ins. Each seed trains in its own
 copy (its log file is per copy), all at once; ``--seconds`` stops every run after that long (the peer has
@@ -36,7 +37,8 @@ from typing import Optional, Sequence
 SETTINGS = ["--dataset", "physionet", "--state", "def", "--history", "24", "--patience", "10", "--batch_size", "32",
             "--lr", "1e-3", "--patch_size", "8", "--stride", "8", "--nhead", "1", "--tf_layer", "1", "--nlayer", "1",
             "--te_dim", "10", "--node_dim", "10", "--hid_dim", "64", "--outlayer", "Linear"]   # run_all.sh, PhysioNet
-SPLIT_ANCHOR = "\t\t# Shuffle and split\n\t\tseen_data, test_data = model_selection.train_test_split(total_dataset"
+SPLIT_COMMENT = "\t\t# Shuffle and split\n"
+SPLIT_ANCHOR = SPLIT_COMMENT + "\t\tseen_data, test_data = model_selection.train_test_split(total_dataset"
 SORT_LINE = "\t\ttotal_dataset.data.sort(key=lambda r: int(r[0]))  # RecordID order: tsattn's split\n"
 SETS = ("set-a", "set-b", "set-c")
 
@@ -70,10 +72,10 @@ def prepare(peer: Path, work: Path, cuda: bool) -> Path:
         shutil.copytree(peer / part, code / part, ignore=shutil.ignore_patterns("__pycache__", "logs", "experiments"))
     parse = code / "lib" / "parse_datasets.py"
     text = parse.read_text()
-    if text.count(SPLIT_ANCHOR) < 1:
+    if SPLIT_ANCHOR not in text:
         raise SystemExit(f"{parse}: the split this script sorts before was not found (another version of the "
                          "peer?); this script knows commit 00c94e7")
-    at = text.index(SPLIT_ANCHOR) + len("\t\t# Shuffle and split\n")   # the first: PhysioNet and MIMIC
+    at = text.index(SPLIT_ANCHOR) + len(SPLIT_COMMENT)               # the first: PhysioNet and MIMIC
     parse.write_text(text[:at] + SORT_LINE + text[at:])
     if not cuda:
         model = code / "tPatchGNN" / "model" / "tPatchGNN.py"
@@ -96,6 +98,8 @@ def _stubs(work: Path) -> Path:
 def run(args: argparse.Namespace) -> None:
     import torch
 
+    from tsattn.data.registry import resolve
+
     work = args.work.resolve()
     cuda = torch.cuda.is_available()
     code = prepare(args.peer.resolve(), work, cuda)
@@ -105,11 +109,9 @@ def run(args: argparse.Namespace) -> None:
     (root / "raw").mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
     parsers = []
-    for i, name in enumerate(SETS):
-        archive = args.data / "physionet2012" / f"{name}.tar.gz"
-        if not archive.is_file():
-            raise SystemExit(f"{archive} is missing: pass --data the dataset folder (TSATTN_DATA_DIR)")
-        shutil.copyfile(archive, root / "raw" / f"{name}.tar.gz?download")   # where its download() looks
+    archives = {path.name.removesuffix(".tar.gz"): path for path in resolve("physionet2012")}
+    for i, name in enumerate(SETS):                          # the order of the peer's PhysioNet.urls
+        shutil.copyfile(archives[name], root / "raw" / f"{name}.tar.gz?download")   # where its download() looks
         if not (root / "processed" / f"{name}_0.0.pt").exists():
             parsers.append(subprocess.Popen([sys.executable, "-c", PARSE_ONE, str(i), str(root)], cwd=code, env=env))
     if any(p.wait() for p in parsers):
@@ -125,9 +127,9 @@ def run(args: argparse.Namespace) -> None:
         argv = [sys.executable, "run_models.py", *SETTINGS, "--seed", str(seed), "--gpu", "0"]
         if args.seconds:
             argv = ["timeout", str(int(args.seconds)), *argv]
-        log = open(work / f"peer_s{seed}.log", "w")
-        runs.append(subprocess.Popen(argv, cwd=copy / "tPatchGNN", env=env, stdout=log, stderr=subprocess.STDOUT,
-                                     start_new_session=args.detach))
+        with open(work / f"peer_s{seed}.log", "w") as log:   # the run keeps its own descriptor
+            runs.append(subprocess.Popen(argv, cwd=copy / "tPatchGNN", env=env, stdout=log,
+                                         stderr=subprocess.STDOUT, start_new_session=args.detach))
     if args.detach:
         print(f"started seeds {list(args.seeds)} (pids {[p.pid for p in runs]}); logs in {work}")
         return
@@ -174,8 +176,6 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="prepare a copy of the peer and train seeds at once")
     r.add_argument("--peer", type=Path, required=True, help="a checkout of usail-hkust/t-PatchGNN (only read)")
-    r.add_argument("--data", type=Path, default=Path(os.environ.get("TSATTN_DATA_DIR", "data")),
-                   help="the dataset folder holding physionet2012/ (default: $TSATTN_DATA_DIR)")
     r.add_argument("--work", type=Path, required=True, help="where the copies, parsed data and logs go")
     r.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     r.add_argument("--seconds", type=float, default=0, help="stop every run after this long (0: no limit)")
