@@ -25,6 +25,9 @@ test uses the best validation checkpoint).
 updated after every step): validation, the checkpoints and so the test read the averaged weights, and
 the run's name ends in ``_ema<DECAY>``.
 
+``--keep-checkpoints`` keeps the ``val_mse`` checkpoint of every epoch, named ``epoch=E-val_mse=V.ckpt``
+(the best is still the one tested), for ``benchmarks/checkpoint_ensembles.py``.
+
 ``--resume`` lets a long run survive an interruption (a stopped machine, a killed process): its
 ``val_mse`` checkpoints go to ``runs/<name>/checkpoints/`` with a ``last.ckpt`` after every epoch, and
 the same command started again continues from that ``last.ckpt`` (weights, optimizer, schedule,
@@ -84,6 +87,11 @@ def _is(entry: Any, name: str) -> bool:
     return isinstance(entry, dict) and str(entry.get("class_path", "")).endswith(name)
 
 
+# --keep-checkpoints: one checkpoint per epoch, named by its epoch and validation MSE
+# (benchmarks/checkpoint_ensembles.py ranks them by it)
+KEPT_CHECKPOINT_NAME = "{epoch}-{val_mse:.6f}"
+
+
 def apply_overrides(config: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
     """A copy of ``config`` with the command line's overrides applied (nothing else changes)."""
     config = copy.deepcopy(config)
@@ -121,6 +129,14 @@ def apply_overrides(config: dict[str, Any], args: argparse.Namespace) -> dict[st
             raise SystemExit(f"--ema wants a decay in (0, 1), e.g. 0.999; got {args.ema}")
         callbacks.append({"class_path": "lightning.pytorch.callbacks.EMAWeightAveraging",
                           "init_args": {"decay": args.ema}})
+    if args.keep_checkpoints:
+        kept = [c for c in callbacks if _is(c, "ModelCheckpoint") and (c.get("init_args") or {}).get("monitor") == "val_mse"]
+        if not kept:
+            kept = [{"class_path": "lightning.pytorch.callbacks.ModelCheckpoint",
+                     "init_args": {"monitor": "val_mse", "mode": "min"}}]
+            callbacks.append(kept[0])
+        for c in kept:
+            c.setdefault("init_args", {}).update(save_top_k=-1, filename=KEPT_CHECKPOINT_NAME)
     return config
 
 
@@ -259,6 +275,8 @@ def main(argv: Optional[Sequence[str]] = None) -> dict[str, Any]:
     parser.add_argument("--ema", type=float, metavar="DECAY",
                         help="keep an exponential moving average of the weights (Lightning's EMAWeightAveraging, "
                              "updated every step); validation, checkpoints and the test read the average")
+    parser.add_argument("--keep-checkpoints", action="store_true",
+                        help="keep every epoch's val_mse checkpoint (epoch=E-val_mse=V.ckpt), not only the best")
     parser.add_argument("--model-kwargs", type=json.loads, default={}, help='JSON, e.g. \'{"head_dropout": 0}\'')
     parser.add_argument("--accelerator", help="override trainer.accelerator (default: the config's)")
     parser.add_argument("--threads", type=int, help="torch.set_num_threads")

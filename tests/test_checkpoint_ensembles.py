@@ -1,0 +1,112 @@
+"""benchmarks/checkpoint_ensembles.py and run_protocol.py --keep-checkpoints: one checkpoint per epoch,
+ranked by its validation MSE; the best epoch's metric is the logged one; the mean of forecasts is never
+worse than their mean metric; weight and prediction means of one checkpoint are that checkpoint; the test
+split is read only when asked; clear errors."""
+import json
+
+import numpy as np
+import pytest
+import torch
+import yaml
+
+from .synthetic import LONG, observations
+
+
+@pytest.fixture(scope="module")
+def scripts(benchmark_script):
+    return benchmark_script("run_protocol"), benchmark_script("checkpoint_ensembles")
+
+
+@pytest.fixture(scope="module")
+def runs(scripts, tmp_path_factory):
+    """Two seeds of a tiny irregular model, 3 epochs each, every epoch's checkpoint kept."""
+    run_protocol, _ = scripts
+    root = tmp_path_factory.mktemp("keep")
+    observations(n_series=10, hours=48, seed=0, resolution=0.5, id_format="p{:02d}").to_csv(root / "obs.csv", index=False)
+    config = root / "irregular.yaml"
+    config.write_text(yaml.safe_dump({
+        "trainer": {"max_epochs": 3, "limit_train_batches": 2, "accelerator": "cpu"},
+        "model": {"model": "irregular", "lr": 0.01, "lr_schedule": "constant",
+                  "model_kwargs": {"d_model": 8, "n_heads": 2, "n_layers": 1, "d_ff": 16, "dropout": 0.0}},
+        "data": {"class_path": "tsattn.data.ObservationDataModule",
+                 "init_args": {"data": str(root / "obs.csv"), "id_column": LONG["id_column"],
+                               "time_column": LONG["time_column"], "variable_column": LONG["variable_column"],
+                               "value_column": LONG["value_column"], "lookback": 24.0, "horizon": 24.0,
+                               "origins": [24.0], "split_fractions": [0.6, 0.2, 0.2], "batch_size": 4}}}))
+    records = [run_protocol.main(["--config", str(config), "--seed", str(seed), "--keep-checkpoints", "--no-test",
+                                  "--threads", "1", "--resume", "--runs-dir", str(root / "runs"),
+                                  "--out", str(root / "runs.jsonl")]) for seed in (1, 2)]
+    return root, [root / "runs" / record["name"] for record in records], records
+
+
+def test_keep_checkpoints_keeps_every_epoch_named_by_its_validation_mse(scripts, runs):
+    _, ensembles = scripts
+    _, folders, records = runs
+    for folder, record in zip(folders, records):
+        ranked = ensembles.ranked_checkpoints(folder)
+        assert sorted(epoch for _, epoch, _ in ranked) == [1, 2, 3]                  # one per epoch (from 1)
+        assert [value for value, _, _ in ranked] == sorted(value for value, _, _ in ranked)
+        curve = record["val_mse_curve"]
+        for value, epoch, _ in ranked:
+            assert value == pytest.approx(curve[epoch - 1], abs=1e-6)                 # the name holds the logged value
+        assert ranked[0][1] == record["best_epoch"]
+        assert (folder / "checkpoints" / "last.ckpt").is_file()                       # --resume still has its state
+
+
+def test_ensemble_records_on_validation(scripts, runs):
+    _, ensembles = scripts
+    _, folders, records = runs
+    out = ensembles.evaluate(folders, k=2, splits=["val"])
+    assert [r["variant"] for r in out] == ["best epoch", "prediction mean", "weight mean"] * 2 + \
+        ["runs: best epochs", "runs: prediction means"]
+    assert all("test_mse" not in r and "test_mae" not in r for r in out)            # the test split not read
+    for r, record in zip(out[0:6:3], records):
+        assert r["epochs"] == [record["best_epoch"]]
+        assert r["val_mse"] == pytest.approx(record["best_val_mse"], rel=1e-4)      # the protocol's metric, recomputed
+    for r in out[1:6:3]:
+        # the squared error is convex: the mean of forecasts is at most the mean of their errors, per variable
+        assert r["k"] == 2 and r["val_mse"] <= np.mean(r["logged_val_mse"]) + 1e-6
+    assert out[-2]["val_mse"] <= (out[0]["val_mse"] + out[3]["val_mse"]) / 2 + 1e-9
+
+
+def test_one_checkpoint_is_its_own_mean_and_test_is_read_on_request(scripts, runs):
+    _, ensembles = scripts
+    root, folders, _ = runs
+    out_file = root / "ensembles.jsonl"
+    out = ensembles.main([str(folders[0]), "--k", "1", "--test", "--threads", "1", "--out", str(out_file)])
+    best, prediction, weight = out
+    for key in ("val_mse", "val_mae", "test_mse", "test_mae"):
+        assert prediction[key] == pytest.approx(best[key], rel=1e-12)
+        assert weight[key] == pytest.approx(best[key], rel=1e-6)
+    assert [json.loads(line)["variant"] for line in out_file.read_text().splitlines()] == \
+        ["best epoch", "prediction mean", "weight mean"]
+
+
+def test_mean_weights_averages_floating_entries_only(scripts):
+    _, ensembles = scripts
+    a = {"w": torch.tensor([1.0, 2.0]), "n": torch.tensor(3), "h": torch.tensor([0.5], dtype=torch.float16)}
+    b = {"w": torch.tensor([3.0, 6.0]), "n": torch.tensor(5), "h": torch.tensor([1.5], dtype=torch.float16)}
+    out = ensembles.mean_weights([a, b])
+    torch.testing.assert_close(out["w"], torch.tensor([2.0, 4.0]))
+    assert out["n"].item() == 3 and out["h"].dtype == torch.float16 and out["h"].item() == 1.0
+    with pytest.raises(ValueError, match="different parameters"):
+        ensembles.mean_weights([a, {"w": a["w"]}])
+
+
+def test_protocol_metrics_are_means_over_variables(scripts):
+    _, ensembles = scripts
+    forecast, observed = np.array([1.0, 3.0, 10.0]), np.zeros(3)
+    scale, variable = np.array([1.0, 1.0, 10.0]), np.array(["a", "a", "b"])
+    out = ensembles.protocol_metrics(forecast, observed, scale, variable)
+    assert out["mse"] == pytest.approx(((1 + 9) / 2 + 1) / 2)                       # a: 5, b: 1 (scaled)
+    assert out["mae"] == pytest.approx(((1 + 3) / 2 + 1) / 2)
+
+
+def test_a_folder_without_kept_checkpoints_says_how_to_make_them(scripts, tmp_path):
+    _, ensembles = scripts
+    (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "checkpoints" / "epoch=0-step=2.ckpt").write_bytes(b"")
+    with pytest.raises(SystemExit, match="--keep-checkpoints"):
+        ensembles.ranked_checkpoints(tmp_path)
+    with pytest.raises(SystemExit, match="--k wants"):
+        ensembles.evaluate([tmp_path], k=0, splits=["val"])
