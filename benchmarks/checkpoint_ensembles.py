@@ -9,7 +9,8 @@
 Each run folder must hold the checkpoints ``run_protocol.py --keep-checkpoints`` writes, one per epoch, named
 ``epoch=E-val_mse=V.ckpt``; they are ranked by that validation MSE. Per run, three forecasts of every target:
 ``best epoch`` (what the protocol tests), ``prediction mean`` (the forecasts of the k best epochs averaged)
-and ``weight mean`` (one model whose weights are the k best epochs' averaged). With more than one run (seeds
+and ``weight mean`` (one model whose weights are the k best epochs' averaged: what
+``tsattn.lightning.BestEpochsAverage`` and ``Forecaster.fit(average_best=k)`` give when training ends). With more than one run (seeds
 of one model), also the mean over the runs of each run's best-epoch forecast and of each run's prediction
 mean. Every forecast is ``Forecaster.backtest(cutoffs=origins)`` over all series of the fit's data (the
 data read and scaled the fit's way, the protocol's origins); metrics per split: the protocol's, per
@@ -48,22 +49,6 @@ def ranked_checkpoints(run_dir: pathlib.Path) -> list[tuple[float, int, pathlib.
         raise SystemExit(f"{run_dir}: no checkpoints named epoch=E-val_mse=V.ckpt; train the run with "
                          f"run_protocol.py --keep-checkpoints, which keeps one per epoch under these names")
     return sorted(rows, key=lambda row: (row[0], row[1]))
-
-
-def mean_weights(states: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The entry-wise mean of state dicts' floating tensors (in float64, cast back); other entries from the first."""
-    import torch
-
-    first = states[0]
-    if any(state.keys() != first.keys() for state in states):
-        raise ValueError("the checkpoints hold different parameters: they are not epochs of one model")
-    out = {}
-    for name, value in first.items():
-        if torch.is_tensor(value) and value.is_floating_point():
-            out[name] = (sum(state[name].double() for state in states) / len(states)).to(value.dtype)
-        else:
-            out[name] = value
-    return out
 
 
 def protocol_metrics(forecast: np.ndarray, observed: np.ndarray, scale: np.ndarray,
@@ -128,6 +113,8 @@ def evaluate(runs: Sequence[pathlib.Path], k: int, splits: Sequence[str]) -> lis
     """The records (see the module docstring) of ``runs``, k best epochs each."""
     import torch
 
+    from tsattn.lightning import mean_state_dicts
+
     if k < 1:
         raise SystemExit(f"--k wants 1 or more; got {k}")
     ranked = {run: ranked_checkpoints(run)[:k] for run in runs}
@@ -138,7 +125,7 @@ def evaluate(runs: Sequence[pathlib.Path], k: int, splits: Sequence[str]) -> lis
         states = [torch.load(path, map_location="cpu", weights_only=True)["state_dict"] for _, _, path in rows]
         forecasts = [targets.forecast(state) for state in states]
         variants = {"best epoch": (forecasts[0], rows[:1]), "prediction mean": (np.mean(forecasts, axis=0), rows),
-                    "weight mean": (targets.forecast(mean_weights(states)), rows)}
+                    "weight mean": (targets.forecast(mean_state_dicts(states)), rows)}
         for variant, (forecast, used) in variants.items():
             records.append({"run": pathlib.Path(run).name, "variant": variant, "k": len(used),
                             "epochs": [epoch for _, epoch, _ in used],

@@ -15,7 +15,7 @@ git commit.
 
 What the runner adds to a config: each run lives in ``runs/<name>/`` (the name: data, model, attention,
 seed, then ``_series<L>`` for the irregular model's series sequence, ``_split<S>`` for a split seed set in
-the config, ``_switch<E>``, ``_ema<DECAY>``; ``--runs-dir``; this replaces
+the config, ``_switch<E>``, ``_ema<DECAY>``, ``_avg<K>``; ``--runs-dir``; this replaces
 ``trainer.default_root_dir``, so that seeds and variants of one config do not share a folder), a
 ``CSVLogger`` there when the config sets no logger, no progress bar unless the config asks for
 one, an ``EpochTimer``, and a ``ModelCheckpoint`` on ``val_mse`` when the config has none (the
@@ -24,6 +24,10 @@ test uses the best validation checkpoint).
 ``--ema DECAY`` adds Lightning's ``EMAWeightAveraging`` (an exponential moving average of the weights,
 updated after every step): validation, the checkpoints and so the test read the averaged weights, and
 the run's name ends in ``_ema<DECAY>``.
+
+``--average-best K`` adds ``tsattn.lightning.BestEpochsAverage``: when training ends the model holds the
+mean of the weights of its K best validation epochs; that mean is validated once more (``averaged_val_mse``)
+and is what the test reads, and the run's name ends in ``_avg<K>``.
 
 ``--keep-checkpoints`` keeps the ``val_mse`` checkpoint of every epoch, named ``epoch=E-val_mse=V.ckpt``
 (the best is still the one tested), for ``benchmarks/checkpoint_ensembles.py``.
@@ -64,7 +68,7 @@ sys.path.insert(0, str(ROOT))
 from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint  # noqa: E402
 
 from tsattn.cli import build_cli  # noqa: E402
-from tsattn.lightning import EpochTimer  # noqa: E402
+from tsattn.lightning import BestEpochsAverage, EpochTimer  # noqa: E402
 
 
 def git_commit() -> str:
@@ -129,6 +133,10 @@ def apply_overrides(config: dict[str, Any], args: argparse.Namespace) -> dict[st
             raise SystemExit(f"--ema wants a decay in (0, 1), e.g. 0.999; got {args.ema}")
         callbacks.append({"class_path": "lightning.pytorch.callbacks.EMAWeightAveraging",
                           "init_args": {"decay": args.ema}})
+    if args.average_best is not None:
+        if args.average_best < 1:
+            raise SystemExit(f"--average-best wants how many best epochs to average (1 or more); got {args.average_best}")
+        callbacks.append({"class_path": "tsattn.lightning.BestEpochsAverage", "init_args": {"k": args.average_best}})
     if args.keep_checkpoints:
         kept = [c for c in callbacks if _is(c, "ModelCheckpoint") and (c.get("init_args") or {}).get("monitor") == "val_mse"]
         if not kept:
@@ -211,7 +219,9 @@ def run_name(config: dict[str, Any], switch_epoch: Optional[int], ema: Optional[
     name = name if series is None else f"{name}_series{series}"          # IrregularTransformer's series sequence
     name = name if data.get("split_seed") is None else f"{name}_split{data['split_seed']}"
     name = name if switch_epoch is None else f"{name}_switch{switch_epoch}"
-    return name if ema is None else f"{name}_ema{ema:g}"
+    name = name if ema is None else f"{name}_ema{ema:g}"
+    average = next((c for c in (config.get("trainer") or {}).get("callbacks") or [] if _is(c, "BestEpochsAverage")), None)
+    return name if average is None else f"{name}_avg{(average.get('init_args') or {}).get('k', 3)}"
 
 
 def add_run_plumbing(config: dict[str, Any], root: pathlib.Path, *, resumable: bool = False) -> dict[str, Any]:
@@ -275,6 +285,8 @@ def main(argv: Optional[Sequence[str]] = None) -> dict[str, Any]:
     parser.add_argument("--ema", type=float, metavar="DECAY",
                         help="keep an exponential moving average of the weights (Lightning's EMAWeightAveraging, "
                              "updated every step); validation, checkpoints and the test read the average")
+    parser.add_argument("--average-best", type=int, metavar="K",
+                        help="test the mean of the weights of the K best validation epochs (BestEpochsAverage)")
     parser.add_argument("--keep-checkpoints", action="store_true",
                         help="keep every epoch's val_mse checkpoint (epoch=E-val_mse=V.ckpt), not only the best")
     parser.add_argument("--model-kwargs", type=json.loads, default={}, help='JSON, e.g. \'{"head_dropout": 0}\'')
@@ -328,8 +340,14 @@ def main(argv: Optional[Sequence[str]] = None) -> dict[str, Any]:
     trainer.fit(module, datamodule=dm, ckpt_path=None if resume_from is None else str(resume_from))
     fit_seconds = time.perf_counter() - start
     best = checkpoint.best_model_path or checkpoint.last_model_path
+    average = next((c for c in trainer.callbacks if isinstance(c, BestEpochsAverage)), None)
+    averaged = {}
+    if average is not None:  # the module holds the mean of the best epochs' weights: validate and test it
+        averaged = {"average_best": average.k, "averaged_epochs": [e + 1 for e in average.averaged_epochs],
+                    "averaged_val_mse": float(trainer.validate(module, datamodule=dm, verbose=False)[0]["val_mse"])}
     # a search on validation (--no-test) never reads the test split
-    test = {} if args.no_test else trainer.test(module, datamodule=dm, ckpt_path=best, verbose=False)[0]
+    test = {} if args.no_test else trainer.test(module, datamodule=dm, ckpt_path=None if average else best,
+                                                verbose=False)[0]
     best_epoch = int(torch.load(best, weights_only=True, map_location="cpu")["epoch"])
     hp = module.hparams
     record = {
@@ -340,6 +358,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict[str, Any]:
         "epochs_run": trainer.current_epoch, "best_epoch": best_epoch + 1, "max_epochs": trainer.max_epochs,
         "train_steps": trainer.global_step, "patience": None if stop is None else stop.patience,
         "best_val_mse": None if checkpoint.best_model_score is None else float(checkpoint.best_model_score),
+        **averaged,
         **{k: float(v) for k, v in test.items()},
         "seconds_per_epoch_median": sorted(timer.seconds)[len(timer.seconds) // 2] if timer.seconds else None,
         "fit_seconds": fit_seconds, "resumed_at_epoch": resumed_at,

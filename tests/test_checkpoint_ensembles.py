@@ -6,7 +6,6 @@ import json
 
 import numpy as np
 import pytest
-import torch
 import yaml
 
 from .synthetic import LONG, observations
@@ -80,17 +79,6 @@ def test_one_checkpoint_is_its_own_mean_and_test_is_read_on_request(scripts, run
         assert weight[key] == pytest.approx(best[key], rel=1e-6)
     assert [json.loads(line)["variant"] for line in out_file.read_text().splitlines()] == \
         ["best epoch", "prediction mean", "weight mean"]
-
-
-def test_mean_weights_averages_floating_entries_only(scripts):
-    _, ensembles = scripts
-    a = {"w": torch.tensor([1.0, 2.0]), "n": torch.tensor(3), "h": torch.tensor([0.5], dtype=torch.float16)}
-    b = {"w": torch.tensor([3.0, 6.0]), "n": torch.tensor(5), "h": torch.tensor([1.5], dtype=torch.float16)}
-    out = ensembles.mean_weights([a, b])
-    torch.testing.assert_close(out["w"], torch.tensor([2.0, 4.0]))
-    assert out["n"].item() == 3 and out["h"].dtype == torch.float16 and out["h"].item() == 1.0
-    with pytest.raises(ValueError, match="different parameters"):
-        ensembles.mean_weights([a, {"w": a["w"]}])
 
 
 def test_protocol_metrics_are_means_over_variables(scripts):

@@ -187,3 +187,16 @@ def test_set_option_points_a_class_path_section_at_init_args(benchmark_script):
     assert config["data"]["init_args"]["split_seed"] == 43 and "split_seed" not in config["data"]   # nothing changed
     with pytest.raises(SystemExit, match="section.key=value"):
         rp.set_option(config, "data")
+
+
+def test_average_best_tests_the_mean_of_the_best_epochs(run_protocol, config, tmp_path):
+    record = run_protocol.main(["--config", str(config), "--epochs", "3", "--seed", "3", "--average-best", "2",
+                                "--threads", "1", "--runs-dir", str(tmp_path / "runs"),
+                                "--out", str(tmp_path / "runs.jsonl")])
+    assert record["name"] == "series_patchtst_continuous_h8_s3_avg2" and record["average_best"] == 2
+    curve = record["val_mse_curve"]
+    assert sorted(record["averaged_epochs"]) == sorted(sorted(range(1, 4), key=lambda e: curve[e - 1])[:2])
+    assert record["averaged_val_mse"] > 0 and record["test_mse"] > 0         # the mean validated, then tested
+    with pytest.raises(SystemExit, match="--average-best wants"):
+        run_protocol.main(["--config", str(config), "--average-best", "0", "--runs-dir", str(tmp_path / "bad"),
+                           "--out", str(tmp_path / "bad.jsonl")])

@@ -40,7 +40,7 @@ from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
 from .checkpoints import read_checkpoint, write_checkpoint
 from .data.base import ForecastDataModule
 from .data.validation import SPLITS, check_choice, check_positive_int
-from .lightning import ForecastModule
+from .lightning import BestEpochsAverage, ForecastModule
 from .models.registry import estimator_defaults, model_trainable
 from .tasks import split_fit_options, task_of_model
 from .tasks.quantiles import quantiles_from
@@ -180,8 +180,9 @@ class Forecaster:
     # -- fit -------------------------------------------------------------------------------------
     def fit(self, data: DataLike, *, max_epochs: int = 10, patience: Optional[int] = None,
             callbacks: Optional[list[pl.Callback]] = None, default_root_dir: Optional[Union[str, os.PathLike]] = None,
-            enable_checkpointing: bool = True, **options: Any) -> "Forecaster":
-        """Train on ``data`` under the split protocol; keeps the weights of the best validation epoch.
+            enable_checkpointing: bool = True, average_best: Optional[int] = None, **options: Any) -> "Forecaster":
+        """Train on ``data`` under the split protocol; keeps the weights of the best validation epoch
+        (or, with ``average_best=k``, the mean of the k best epochs' weights).
 
         Runs go to ``default_root_dir`` (logs and checkpoints kept; ``best_model_path``), else to a
         temporary folder removed when ``fit`` returns (nothing is written to the working directory;
@@ -194,6 +195,10 @@ class Forecaster:
             max_epochs: training epochs.
             patience: stop after this many epochs without a better validation MSE; None: no early stop.
             callbacks, default_root_dir, enable_checkpointing: as for ``lightning.pytorch.Trainer``.
+            average_best: keep the mean of the weights of the ``k`` best validation epochs instead of
+                the best epoch's (``tsattn.lightning.BestEpochsAverage``; one model, forecasts at the
+                cost of one; on PhysioNet 2012 k = 3 lowered test MAE in every run measured). None:
+                the best epoch.
             **options: the data module's reading and sampling options, checked before anything is
                 read (``tsattn.data.CSVDataModule``: ``target``, ``features``, ``columns``,
                 ``time_column``, ``sep``, ``decimal``, ``missing``, ``split``, ...;
@@ -206,6 +211,7 @@ class Forecaster:
         irregular model), ``TypeError`` for one that neither the data module nor the Trainer takes
         (with a did-you-mean), ``DataError`` when the data cannot be read or sampled.
         """
+        averaging = None if average_best is None else BestEpochsAverage(average_best)   # checks k before reading
         data_options, trainer_options = split_fit_options(self.task, self.config["model"], options)
         lookback, horizon = self._given_spans
         dm = self.task.fit_datamodule(data, lookback=lookback, horizon=horizon, batch_size=self.batch_size,
@@ -219,6 +225,8 @@ class Forecaster:
             module.net.fit_statistics(dm.train_dataloader(), season=dm.season)
             self.module, self.datamodule, self._record = module, dm, None
             return self
+        if averaging is not None:
+            callbacks = [*(callbacks or []), averaging]
         self._train(module, dm, max_epochs=max_epochs, patience=patience, callbacks=callbacks,
                     default_root_dir=default_root_dir, enable_checkpointing=enable_checkpointing, **trainer_options)
         if self.calibrate_on_fit:
@@ -260,7 +268,8 @@ class Forecaster:
             trainer = pl.Trainer(max_epochs=max_epochs, callbacks=all_callbacks, default_root_dir=root,
                                  enable_checkpointing=enable_checkpointing, **trainer_kwargs)
             trainer.fit(module, datamodule=dm)
-            if checkpoint is not None and checkpoint.best_model_path:
+            averaged = any(isinstance(c, BestEpochsAverage) and c.averaged_epochs for c in all_callbacks)
+            if checkpoint is not None and checkpoint.best_model_path and not averaged:   # the mean stays
                 best = torch.load(checkpoint.best_model_path, map_location="cpu", weights_only=True)
                 module.load_state_dict(best["state_dict"])
             self.best_model_path = checkpoint.best_model_path if keep and checkpoint is not None else None

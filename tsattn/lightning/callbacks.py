@@ -1,9 +1,12 @@
-"""Callbacks: switch the attention kind mid-training; time the training epochs."""
+"""Callbacks: switch the attention kind mid-training; time the training epochs; average the best epochs."""
 from __future__ import annotations
 
+import copy
 import time
+from typing import Any, Mapping, Sequence
 
 import lightning.pytorch as pl
+import torch
 
 from ..nn import ATTENTIONS, set_attention
 
@@ -54,3 +57,86 @@ class EpochTimer(pl.Callback):
 
     def load_state_dict(self, state_dict: dict) -> None:
         self.seconds = [float(s) for s in state_dict.get("seconds", [])]
+
+
+def mean_state_dicts(states: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The entry-wise mean of state dicts of one model: floating tensors averaged in float64 and cast
+    back to their dtype; every other entry (counters, integer buffers) taken from the first."""
+    if not states:
+        raise ValueError("no state dicts to average")
+    first = states[0]
+    if any(state.keys() != first.keys() for state in states):
+        raise ValueError("the state dicts hold different parameters: they are not states of one model")
+    out: dict[str, Any] = {}
+    for name, value in first.items():
+        if torch.is_tensor(value) and value.is_floating_point():
+            out[name] = (sum(state[name].double() for state in states) / len(states)).to(value.dtype)
+        else:
+            out[name] = value
+    return out
+
+
+class BestEpochsAverage(pl.Callback):
+    """When training ends, give the model the mean of the weights of its ``k`` best validation epochs.
+
+    After every validation (not the sanity check) the epoch's weights are kept if its ``monitor`` is
+    among the ``k`` best so far (a copy on the CPU; ``k`` copies of the weights at most); at the end
+    of ``fit`` the module's weights become their entry-wise mean (``mean_state_dicts``). The epochs of
+    one run at a constant rate lie close enough to average, and their mean forecasts better than the
+    best of them on PhysioNet 2012 (benchmarks/RESULTS.md, "Checkpoint ensembles"). The kept weights
+    travel in the trainer's checkpoints, so a resumed run averages the same epochs. Checkpoint files of
+    single epochs (``ModelCheckpoint``) stay single epochs; ``Forecaster.fit(average_best=k)`` keeps
+    the mean, and ``save`` writes it.
+
+    Args:
+        k: how many of the best epochs to average (1: the best epoch's weights).
+        monitor: the logged validation metric that ranks epochs.
+        mode: ``"min"`` or ``"max"``: which end of ``monitor`` is best.
+
+    Attributes: ``kept`` (score, epoch from 0, weights) best first; ``scores``: every validation's
+    (epoch, score); ``averaged_epochs``: the epochs averaged at the end of the last ``fit``.
+    """
+
+    def __init__(self, k: int = 3, monitor: str = "val_mse", mode: str = "min") -> None:
+        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+            raise ValueError(f"`k` must be an integer >= 1 (how many best epochs to average), got {k!r}")
+        if mode not in ("min", "max"):
+            raise ValueError(f"`mode` must be 'min' or 'max', got {mode!r}")
+        self.k, self.monitor, self.mode = k, monitor, mode
+        self.kept: list[tuple[float, int, dict[str, torch.Tensor]]] = []
+        self.scores: list[tuple[int, float]] = []
+        self.averaged_epochs: list[int] = []
+
+    def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
+        if stage == "fit":  # a new fit starts empty (a resumed one then restores its state)
+            self.kept, self.scores, self.averaged_epochs = [], [], []
+
+    def on_validation_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if trainer.sanity_checking:
+            return
+        value = trainer.callback_metrics.get(self.monitor)
+        if value is None:
+            raise RuntimeError(f"BestEpochsAverage: the monitored metric {self.monitor!r} was not logged "
+                               f"(logged: {sorted(trainer.callback_metrics)}); pass monitor= one of them")
+        score, epoch = float(value), int(trainer.current_epoch)
+        self.scores.append((epoch, score))
+        if score != score:  # NaN never ranks among the best
+            return
+        weights = {name: t.detach().to("cpu", copy=True) if torch.is_tensor(t) else copy.deepcopy(t)
+                   for name, t in pl_module.state_dict().items()}
+        sign = 1.0 if self.mode == "min" else -1.0
+        self.kept = sorted(self.kept + [(score, epoch, weights)], key=lambda row: (sign * row[0], row[1]))[: self.k]
+
+    def on_fit_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if not self.kept:
+            return
+        pl_module.load_state_dict(mean_state_dicts([weights for _, _, weights in self.kept]))
+        self.averaged_epochs = [epoch for _, epoch, _ in self.kept]
+
+    def state_dict(self) -> dict:
+        return {"kept": [{"score": s, "epoch": e, "weights": w} for s, e, w in self.kept],
+                "scores": [list(row) for row in self.scores]}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        self.kept = [(float(row["score"]), int(row["epoch"]), dict(row["weights"])) for row in state_dict.get("kept", [])]
+        self.scores = [(int(e), float(s)) for e, s in state_dict.get("scores", [])]
