@@ -46,6 +46,8 @@ def test_the_model_ends_with_the_mean_of_its_k_best_epochs():
     for name, value in expected.items():
         if torch.is_tensor(value):
             torch.testing.assert_close(got[name], value)                        # Forecaster kept the mean
+    f.trainer.validate(f.module, datamodule=f.datamodule, verbose=False)         # after fit: ranks nothing
+    assert len(average.scores) == 4 and average.averaged_epochs == best_two
     best = average.kept[0][2]
     assert any(not torch.equal(got[n], best[n]) for n in best if torch.is_tensor(best[n]) and best[n].is_floating_point())
     # the same through fit(average_best=2): the same run, the same mean
