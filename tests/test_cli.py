@@ -148,3 +148,25 @@ def test_console_script_help():
     for name, command in launchers:
         out = subprocess.run([*command, "--help"], capture_output=True, text=True, timeout=120, env=env)
         assert out.returncode == 0 and "fit" in out.stdout and "test" in out.stdout, name
+
+
+def test_fit_writes_the_mean_of_the_best_epochs_with_the_callback(experiment):
+    """tsattn fit with BestEpochsAverage(save_to=...) in the config: the file holds the mean of the k best
+    epochs' weights, and Forecaster.load forecasts from it (the shell road to the averaged model)."""
+    torch.set_num_threads(1)
+    config, tmp = experiment
+    content = yaml.safe_load(config.read_text())
+    content["trainer"]["max_epochs"] = 3
+    content["trainer"]["callbacks"].append({"class_path": "tsattn.lightning.BestEpochsAverage",
+                                            "init_args": {"k": 2, "save_to": str(tmp / "avg" / "average.ckpt")}})
+    config.write_text(yaml.safe_dump(content))
+    cli = build_cli(["fit", "--config", str(config)])
+    average = next(c for c in cli.trainer.callbacks if type(c).__name__ == "BestEpochsAverage")
+    assert len(average.averaged_epochs) == 2
+    loaded = Forecaster.load(tmp / "avg" / "average.ckpt")
+    for name, value in cli.model.state_dict().items():
+        if torch.is_tensor(value):
+            torch.testing.assert_close(loaded.module.state_dict()[name], value)
+        else:
+            assert loaded.module.state_dict()[name] == value
+    assert loaded.predict().shape == (8, 3)

@@ -81,3 +81,15 @@ def test_bad_arguments_raise_before_reading():
         f.fit("no-such-file.csv", average_best=0)                              # the k, not the missing file
     with pytest.raises(RuntimeError, match="monitored metric 'val_loss_typo' was not logged"):
         fit(callbacks=[BestEpochsAverage(monitor="val_loss_typo")])
+
+
+def test_save_to_writes_the_mean_as_a_checkpoint_forecaster_loads(tmp_path):
+    target = tmp_path / "models" / "average.ckpt"
+    average = BestEpochsAverage(k=2, save_to=target)
+    f = fit(callbacks=[average])
+    g = Forecaster.load(target)
+    for name, value in f.module.state_dict().items():
+        if torch.is_tensor(value):
+            torch.testing.assert_close(g.module.state_dict()[name], value)      # the mean, not an epoch
+    data = observations(n_series=10, hours=48, seed=0, resolution=0.5, id_format="p{:02d}")   # fit() read the same
+    torch.testing.assert_close(torch.tensor(g.evaluate("val", data=data)["mse"]), torch.tensor(f.evaluate("val")["mse"]))

@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import copy
+import os
 import time
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Optional, Sequence, Union
 
 import lightning.pytorch as pl
 import torch
@@ -88,23 +89,28 @@ class BestEpochsAverage(pl.Callback):
     (benchmarks/RESULTS.md, "Checkpoint ensembles"). The kept weights
     travel in the trainer's checkpoints, so a resumed run averages the same epochs. Checkpoint files of
     single epochs (``ModelCheckpoint``) stay single epochs; ``Forecaster.fit(average_best=k)`` keeps
-    the mean, and ``save`` writes it.
+    the mean, and ``save`` writes it; ``save_to`` writes it as a checkpoint when training ends (what
+    ``tsattn fit`` needs: ``Forecaster.load`` reads that file).
 
     Args:
         k: how many of the best epochs to average (1: the best epoch's weights).
         monitor: the logged validation metric that ranks epochs.
         mode: ``"min"`` or ``"max"``: which end of ``monitor`` is best.
+        save_to: a file path (``~`` expanded): write the averaged model there as a Lightning checkpoint
+            (``trainer.save_checkpoint``) when training ends; None: write nothing.
 
     Attributes: ``kept`` (score, epoch from 0, weights) best first; ``scores``: every validation's
     (epoch, score); ``averaged_epochs``: the epochs averaged at the end of the last ``fit``.
     """
 
-    def __init__(self, k: int = 3, monitor: str = "val_mse", mode: str = "min") -> None:
+    def __init__(self, k: int = 3, monitor: str = "val_mse", mode: str = "min",
+                 save_to: Optional[Union[str, os.PathLike]] = None) -> None:
         if not isinstance(k, int) or isinstance(k, bool) or k < 1:
             raise ValueError(f"`k` must be an integer >= 1 (how many best epochs to average), got {k!r}")
         if mode not in ("min", "max"):
             raise ValueError(f"`mode` must be 'min' or 'max', got {mode!r}")
         self.k, self.monitor, self.mode = k, monitor, mode
+        self.save_to = None if save_to is None else os.path.expanduser(os.fspath(save_to))
         self.kept: list[tuple[float, int, dict[str, torch.Tensor]]] = []
         self.scores: list[tuple[int, float]] = []
         self.averaged_epochs: list[int] = []
@@ -134,6 +140,9 @@ class BestEpochsAverage(pl.Callback):
             return
         pl_module.load_state_dict(mean_state_dicts([weights for _, _, weights in self.kept]))
         self.averaged_epochs = [epoch for _, epoch, _ in self.kept]
+        if self.save_to is not None:
+            os.makedirs(os.path.dirname(os.path.abspath(self.save_to)), exist_ok=True)
+            trainer.save_checkpoint(self.save_to)
 
     def state_dict(self) -> dict:
         return {"kept": [{"score": s, "epoch": e, "weights": w} for s, e, w in self.kept],
