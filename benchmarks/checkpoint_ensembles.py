@@ -23,7 +23,6 @@ import argparse
 import json
 import pathlib
 import re
-import subprocess
 import sys
 import time
 import warnings
@@ -34,6 +33,9 @@ import pandas as pd
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from benchmarks.run_protocol import git_commit  # noqa: E402
+from tsattn.metrics import backtest_metrics  # noqa: E402
 
 _NAME = re.compile(r"^epoch=(\d+)-val_mse=([0-9.eE+-]+)\.ckpt$")
 
@@ -53,11 +55,12 @@ def ranked_checkpoints(run_dir: pathlib.Path) -> list[tuple[float, int, pathlib.
 
 def protocol_metrics(forecast: np.ndarray, observed: np.ndarray, scale: np.ndarray,
                      variable: np.ndarray) -> dict[str, float]:
-    """MSE and MAE on the scaled data (errors / each target's variable scale), per variable, then the mean."""
-    error = (np.asarray(forecast, dtype=np.float64) - observed) / scale
-    frame = pd.DataFrame({"variable": variable, "sq": error ** 2, "abs": np.abs(error)})
-    per_variable = frame.groupby("variable")[["sq", "abs"]].mean()
-    return {"mse": float(per_variable["sq"].mean()), "mae": float(per_variable["abs"].mean())}
+    """MSE and MAE on the scaled data (forecast and observed / each target's variable scale): per variable,
+    then the mean over variables (``tsattn.metrics.backtest_metrics(per_variable=True)``)."""
+    frame = pd.DataFrame({"variable": variable, "forecast": np.asarray(forecast, dtype=np.float64) / scale,
+                          "observed": np.asarray(observed, dtype=np.float64) / scale})
+    metrics = backtest_metrics(frame, per_variable=True).iloc[0]
+    return {"mse": float(metrics["mse"]), "mae": float(metrics["mae"])}
 
 
 class _Targets:
@@ -154,8 +157,7 @@ def main(argv: Optional[Sequence[str]] = None) -> list[dict[str, Any]]:
     if args.threads:
         torch.set_num_threads(args.threads)
     records = evaluate(args.runs, args.k, ["val", "test"] if args.test else ["val"])
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    stamp = {"commit": commit or "unknown", "command": " ".join(["checkpoint_ensembles.py", *(sys.argv[1:] if argv is None else argv)]),
+    stamp = {"commit": git_commit(), "command": " ".join(["checkpoint_ensembles.py", *(sys.argv[1:] if argv is None else argv)]),
              "date": time.strftime("%Y-%m-%d %H:%M"), "tag": args.tag}
     for record in records:
         record.update(stamp)
