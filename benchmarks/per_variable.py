@@ -2,6 +2,7 @@
 
     python benchmarks/per_variable.py --ckpt runs/early/physionet2012_irregular_continuous_s1/checkpoints/epoch=4-step=1125.ckpt
     python benchmarks/per_variable.py --ckpt ... --split val --out benchmarks/results/per_variable.csv
+    python benchmarks/per_variable.py --ckpt A.ckpt B.ckpt C.ckpt     # one model: the mean of their weights
 
 The model forecasts every target of the chosen split's series from the protocol's origin
 (``Forecaster.backtest(cutoffs=[origin])``: the data read and scaled the fit's way), and so does the
@@ -9,7 +10,9 @@ last-observation forecast (``Forecaster("last_observation")`` fit on the same da
 variable: the number of targets, each forecast's MSE on the protocol's scale (the fit's per-variable
 scaler, so the numbers add up to the protocol's metric: their mean over variables) and MAE in units, the
 model's MSE over the last observation's, and each variable's share of the model's metric. The validation
-split by default: the analysis reads no test data.
+split by default: the analysis reads no test data. Several checkpoints of one run (e.g. its k best epochs)
+give one model whose weights are their mean (``tsattn.lightning.mean_state_dicts``, what
+``BestEpochsAverage`` keeps), read with the first checkpoint's settings and data.
 """
 from __future__ import annotations
 
@@ -35,9 +38,28 @@ def per_variable(frame: pd.DataFrame, scale: pd.Series, variable: str) -> pd.Dat
     return out
 
 
+_READ_OPTIONS = ("max_series", "origins", "split", "split_fractions", "split_seed", "id_column", "time_column", "variable_column", "value_column", "time_format",
+                 "dayfirst", "na_values", "thousands", "decimal", "sep", "duplicates")
+
+
+def load_mean(paths: Sequence[pathlib.Path]):
+    """``Forecaster.load`` of the first checkpoint, with the mean of all their weights when there are several."""
+    import torch
+
+    from tsattn import Forecaster
+    from tsattn.lightning import mean_state_dicts
+
+    model = Forecaster.load(paths[0])
+    if len(paths) > 1:
+        states = [torch.load(path, map_location="cpu", weights_only=True)["state_dict"] for path in paths]
+        model.module.load_state_dict(mean_state_dicts(states))
+    return model
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--ckpt", type=pathlib.Path, required=True)
+    parser.add_argument("--ckpt", type=pathlib.Path, nargs="+", required=True,
+                        help="a checkpoint, or several of one run: the mean of their weights")
     parser.add_argument("--split", choices=["train", "val", "test"], default="val")
     parser.add_argument("--out", type=pathlib.Path, help="write the table as CSV here too")
     args = parser.parse_args(argv)
@@ -46,7 +68,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from tsattn import Forecaster
 
     torch.set_num_threads(1)
-    model = Forecaster.load(args.ckpt)
+    model = load_mean(args.ckpt)
     dm = model._datamodule(None)
     dm.setup()
     record = model.data_record
@@ -58,7 +80,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     reference = Forecaster("last_observation", lookback=model.lookback, horizon=model.horizon)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")                       # in-sample warnings: the rows are filtered below
-        reference.fit(record["source"], max_series=record["options"].get("max_series"))   # the registered protocol
+        read = {key: value for key, value in record["options"].items()          # the fit's data, read its way
+                if key in _READ_OPTIONS and value is not None}
+        reference.fit(record["source"], **read)
         frames = {name: f.backtest(cutoffs=origin) for name, f in (("model", model), ("last_observation", reference))}
     tables = {}
     for name, frame in frames.items():
@@ -67,7 +91,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     out["mse_ratio"] = out["mse"] / out["mse_last"]
     out["share_of_metric"] = out["mse"] / out["mse"].sum()
     out = out.drop(columns=["targets_last"]).sort_values("share_of_metric", ascending=False)
-    print(f"{args.ckpt} on the {args.split} split: the protocol's metric {out['mse'].mean():.4e} "
+    print(f"{' + '.join(map(str, args.ckpt))} on the {args.split} split: the protocol's metric {out['mse'].mean():.4e} "
           f"(last observation {out['mse_last'].mean():.4e})")
     print(out.to_string(float_format=lambda v: f"{v:.4g}"))
     if args.out:

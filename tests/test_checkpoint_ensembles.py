@@ -5,6 +5,7 @@ split is read only when asked; clear errors."""
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 import yaml
 
@@ -98,3 +99,19 @@ def test_a_folder_without_kept_checkpoints_says_how_to_make_them(scripts, tmp_pa
         ensembles.ranked_checkpoints(tmp_path)
     with pytest.raises(SystemExit, match="--k wants"):
         ensembles.evaluate([tmp_path], k=0, splits=["val"])
+
+
+def test_per_variable_reads_several_checkpoints_as_their_weights_mean(scripts, runs, benchmark_script):
+    _, ensembles = scripts
+    root, folders, _ = runs
+    per_variable = benchmark_script("per_variable")
+    ranked = [path for _, _, path in ensembles.ranked_checkpoints(folders[0])[:2]]
+    weight_mean = ensembles.evaluate(folders[:1], k=2, splits=["val"])[2]
+    assert weight_mean["variant"] == "weight mean"
+    per_variable.main(["--ckpt", *map(str, ranked), "--out", str(root / "mean.csv")])
+    table = pd.read_csv(root / "mean.csv", index_col=0)
+    assert table["mse"].mean() == pytest.approx(weight_mean["val_mse"], rel=1e-6)   # the same model, the same metric
+    per_variable.main(["--ckpt", str(ranked[0]), "--out", str(root / "best.csv")])
+    best = pd.read_csv(root / "best.csv", index_col=0)["mse"].mean()
+    assert best == pytest.approx(ensembles.evaluate(folders[:1], k=1, splits=["val"])[0]["val_mse"], rel=1e-6)
+    assert abs(best - table["mse"].mean()) > 1e-6 * best                           # two checkpoints are not one
