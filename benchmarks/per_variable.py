@@ -20,7 +20,7 @@ import argparse
 import pathlib
 import sys
 import warnings
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -38,8 +38,11 @@ def per_variable(frame: pd.DataFrame, scale: pd.Series, variable: str) -> pd.Dat
     return out
 
 
-_READ_OPTIONS = ("max_series", "origins", "split", "split_fractions", "split_seed", "id_column", "time_column", "variable_column", "value_column", "time_format",
-                 "dayfirst", "na_values", "thousands", "decimal", "sep", "duplicates")
+def read_options(model: Any) -> dict[str, Any]:
+    """The options ``model`` was fit with that ``Forecaster.fit`` takes (the spans aside: a reference
+    forecast gets the model's), so that another model fit with them reads the same data the same way."""
+    return {key: value for key, value in model.data_record["options"].items()
+            if key in model.task.fit_options and key not in ("lookback", "horizon") and value is not None}
 
 
 def load_mean(paths: Sequence[pathlib.Path]):
@@ -80,9 +83,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     reference = Forecaster("last_observation", lookback=model.lookback, horizon=model.horizon)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")                       # in-sample warnings: the rows are filtered below
-        read = {key: value for key, value in record["options"].items()          # the fit's data, read its way
-                if key in _READ_OPTIONS and value is not None}
-        reference.fit(record["source"], **read)
+        reference.fit(record["source"], **read_options(model))   # the fit's data, read its way
         frames = {name: f.backtest(cutoffs=origin) for name, f in (("model", model), ("last_observation", reference))}
     tables = {}
     for name, frame in frames.items():

@@ -111,6 +111,7 @@ def test_per_variable_reads_several_checkpoints_as_their_weights_mean(scripts, r
     per_variable.main(["--ckpt", *map(str, ranked), "--out", str(root / "mean.csv")])
     table = pd.read_csv(root / "mean.csv", index_col=0)
     assert table["mse"].mean() == pytest.approx(weight_mean["val_mse"], rel=1e-6)   # the same model, the same metric
+    assert table["mse_last"].notna().all() and np.isfinite(table["mse_ratio"]).all()  # the reference read the same data
     per_variable.main(["--ckpt", str(ranked[0]), "--out", str(root / "best.csv")])
     best = pd.read_csv(root / "best.csv", index_col=0)["mse"].mean()
     assert best == pytest.approx(ensembles.evaluate(folders[:1], k=1, splits=["val"])[0]["val_mse"], rel=1e-6)
