@@ -88,7 +88,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     tables = {}
     for name, frame in frames.items():
         tables[name] = per_variable(frame[frame[id_column].isin(ids)], scale, variable)
-    out = tables["model"].join(tables["last_observation"], rsuffix="_last")
+    out = tables["model"].merge(tables["last_observation"], how="left", left_index=True, right_index=True,
+                                suffixes=("", "_last"))
     out["mse_ratio"] = out["mse"] / out["mse_last"]
     out["share_of_metric"] = out["mse"] / out["mse"].sum()
     out = out.drop(columns=["targets_last"]).sort_values("share_of_metric", ascending=False)
