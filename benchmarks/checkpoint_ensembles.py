@@ -34,6 +34,7 @@ import pandas as pd
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.fit_data import FitData  # noqa: E402
 from benchmarks.run_protocol import git_commit  # noqa: E402
 from tsattn.metrics import backtest_metrics  # noqa: E402
 
@@ -70,25 +71,14 @@ class _Targets:
         from tsattn import Forecaster
 
         self.forecaster = Forecaster.load(checkpoint)
-        dm = self.forecaster._datamodule(None)
-        dm.setup()
-        self.forecaster.datamodule = dm                           # every backtest reuses the data read once
-        record = self.forecaster.data_record
-        origins = record["options"].get("origins")
-        if not origins:
-            raise SystemExit(f"{checkpoint}: the run's data has no fixed origins (the protocol's `origins`); "
-                             f"these ensembles are measured at a protocol's origins")
-        self.origins = [float(o) for o in origins]
-        columns = record["fitted"]["columns"]
-        self.id_column, self.variable_column = columns["id"] or "id", columns["variable"] or "variable"
+        data = FitData.of(self.forecaster, str(checkpoint))      # every backtest reuses the data read once
+        self.origins, self.id_column, self.variable_column = data.origins, data.id_column, data.variable_column
         frame = self._backtest()
         self.key = frame[[self.id_column, self.variable_column]].to_numpy()
         self.observed = frame["observed"].to_numpy(np.float64)
         self.variable = frame[self.variable_column].to_numpy()
-        scale = pd.Series(np.asarray(record["fitted"]["scaler"]["scale"], dtype=np.float64), index=dm.variables)
-        self.scale = frame[self.variable_column].map(scale).to_numpy()
-        self.masks = {split: frame[self.id_column].isin(set(dm.observations.series_ids[dm.split_series(split)]
-                                                             .tolist())).to_numpy() for split in splits}
+        self.scale = frame[self.variable_column].map(data.scale).to_numpy()
+        self.masks = {split: frame[self.id_column].isin(data.series_ids(split)).to_numpy() for split in splits}
 
     def _backtest(self) -> pd.DataFrame:
         with warnings.catch_warnings():

@@ -22,11 +22,12 @@ import sys
 import warnings
 from typing import Any, Optional, Sequence
 
-import numpy as np
 import pandas as pd
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from benchmarks.fit_data import FitData  # noqa: E402
 
 
 def per_variable(frame: pd.DataFrame, scale: pd.Series, variable: str) -> pd.DataFrame:
@@ -72,22 +73,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     torch.set_num_threads(1)
     model = load_mean(args.ckpt)
-    dm = model._datamodule(None)
-    dm.setup()
-    record = model.data_record
-    columns = record["fitted"]["columns"]
-    id_column, variable = columns["id"] or "id", columns["variable"] or "variable"
-    ids = set(dm.observations.series_ids[dm.split_series(args.split)].tolist())
-    origin = [float(o) for o in record["options"]["origins"]]
-    scale = pd.Series(np.asarray(record["fitted"]["scaler"]["scale"], dtype=np.float64), index=dm.variables)
+    data = FitData.of(model, str(args.ckpt[0]))
+    ids = data.series_ids(args.split)
     reference = Forecaster("last_observation", lookback=model.lookback, horizon=model.horizon)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")                       # in-sample warnings: the rows are filtered below
-        reference.fit(record["source"], **read_options(model))   # the fit's data, read its way
-        frames = {name: f.backtest(cutoffs=origin) for name, f in (("model", model), ("last_observation", reference))}
+        reference.fit(model.data_record["source"], **read_options(model))   # the fit's data, read its way
+        frames = {name: f.backtest(cutoffs=data.origins) for name, f in (("model", model), ("last_observation", reference))}
     tables = {}
     for name, frame in frames.items():
-        tables[name] = per_variable(frame[frame[id_column].isin(ids)], scale, variable)
+        tables[name] = per_variable(frame[frame[data.id_column].isin(ids)], data.scale, data.variable_column)
     out = tables["model"].merge(tables["last_observation"], how="left", left_index=True, right_index=True,
                                 suffixes=("", "_last"))
     out["mse_ratio"] = out["mse"] / out["mse_last"]
