@@ -438,3 +438,21 @@ def test_origin_errors(numeric_fit):
     assert out["when"].min() > 36.0 and out["when"].max() <= 48.0 + 1e-9
     with pytest.raises(ValueError, match="origin= applies to observation models"):
         Forecaster("patchtst").predict(origin=3)
+
+
+def test_residual_start_mean_is_set_from_the_fit_train_data_and_saved(tmp_path):
+    """``residual_start="mean"``: the fit sets each variable's start from its train samples (the
+    last-observation baseline's mean: ``variable_means`` over the train loader), and save / load keeps it."""
+    from tsattn.models.baselines import variable_means
+
+    table = long_table()
+    f = Forecaster("irregular", **dict(SETTINGS, model_kwargs=dict(TINY, residual=True, residual_start="mean")))
+    f.fit(table, **LONG, max_epochs=1, enable_progress_bar=False, logger=False, enable_checkpointing=False)
+    dm = f.datamodule
+    want = variable_means(dm.train_dataloader(), dm.n_variables).float()
+    torch.testing.assert_close(f.module.net.start_value, want, rtol=1e-6, atol=1e-7)
+    assert want.abs().min() > 0                          # set (standard scaling: near the "zero" start; min-max: far)
+    g = Forecaster.load(f.save(tmp_path / "model.ckpt"))
+    assert torch.equal(g.module.net.start_value, f.module.net.start_value)
+    at = requests(table)
+    pd.testing.assert_frame_equal(g.predict(table, at=at), f.predict(table, at=at), check_exact=True)

@@ -123,6 +123,34 @@ def test_residual_starts_at_the_last_observation(attention, tokens):
         IrregularTransformer(V, residual="yes")
 
 
+@pytest.mark.parametrize("attention", ATTENTIONS)
+def test_residual_start_mean_starts_every_query_at_the_last_observation_baseline(attention):
+    """residual_start="mean": untrained, a never observed variable starts at its mean (``fit_start``), so the
+    whole forecast is exactly LastObservation's with the same means; observed variables as before."""
+    from tsattn.models.baselines import LastObservation
+
+    batch = observation_batch(dtype=torch.float64)
+    model = build(attention, residual=True, residual_start="mean")
+    batches = [dict(b, y_value=torch.randn(b["y_time"].shape, generator=torch.Generator().manual_seed(i), dtype=torch.float64))
+               for i, b in enumerate((batch, observation_batch(seed=2, dtype=torch.float64)))]   # + target values
+    model.fit_start(batches)
+    last = LastObservation(V).double()
+    last.fit_statistics(batches)
+    torch.testing.assert_close(model.start_value, last.mean, rtol=0.0, atol=0.0)
+    assert model.start_value.abs().min() > 0
+    query = batch["y_mask"]
+    out, want = model(**batch), last(**batch)
+    torch.testing.assert_close(out[query], want[query], rtol=1e-15, atol=0.0)
+    zero = build(attention, residual=True)(**batch)       # "zero" (the default) differs only where never observed
+    differs = (out - zero).abs() > 0
+    assert differs.any() and torch.equal(out[~differs], zero[~differs])
+    assert "start_value" in model.state_dict() and "start_value" not in build(attention, residual=True).state_dict()
+    with pytest.raises(ValueError, match="set residual=True too"):
+        IrregularTransformer(V, residual_start="mean")
+    with pytest.raises(ValueError, match="residual_start"):
+        IrregularTransformer(V, residual=True, residual_start="median")
+
+
 def test_attentions_differ_and_switch_only_the_temporal_layers():
     model, batch = build("continuous"), observation_batch(dtype=torch.float64)
     continuous = model(**batch)

@@ -71,6 +71,8 @@ from ..nn import Dropout, FeedForward, MultiHeadAttention
 from .patchtst import check_quantile_count, quantile_head
 from .registry import register_model
 
+RESIDUAL_STARTS = ("zero", "mean")
+
 __all__ = ["IrregularTransformer"]
 
 
@@ -281,7 +283,7 @@ class IrregularTransformer(nn.Module):
         n_buckets: most length buckets for the ragged variable sequences (speed only; any value
             gives the same result up to rounding).
         residual: forecast the change from the variable's last observed value in the history
-            (0 for a variable never observed there: the forecast is then the head's output alone);
+            (for a variable never observed there, the change from ``residual_start``);
             the output layer starts at zero, so an untrained model forecasts the last observation.
             Persistence is a strong forecast for slowly moving variables (vital signs, lab values)
             and this keeps it within reach of the model from the first step.
@@ -303,6 +305,10 @@ class IrregularTransformer(nn.Module):
         token_length: None (one token per observation, the knots: the model as before, the same weights
             drawn) or a positive length of time (the data's unit): one token per observed variable and
             history patch of that length (module docstring); fewer, denser tokens.
+        residual_start: with ``residual``, where a variable never observed in the history starts: "zero"
+            (0 in scaled units: the data's mean under standard scaling, its minimum under min-max; the model
+            as before) or "mean" (the variable's mean over the fit's train samples, set when a fit starts:
+            ``fit_start``; so that an untrained model forecasts exactly the last-observation baseline).
     """
 
     def __init__(
@@ -330,6 +336,7 @@ class IrregularTransformer(nn.Module):
         series_layers: Optional[int] = None,
         patch_length: Optional[float] = None,
         token_length: Optional[float] = None,
+        residual_start: str = "zero",
     ) -> None:
         super().__init__()
         check_quantile_count(n_quantiles)
@@ -402,6 +409,24 @@ class IrregularTransformer(nn.Module):
         if token_length is not None:
             self.token_offset = TimeFeatures(time_features, d_model)
             self.token_count = nn.Linear(1, d_model)
+        if residual_start not in RESIDUAL_STARTS:
+            raise ValueError(f"`residual_start` must be one of {RESIDUAL_STARTS}, got {residual_start!r}")
+        if residual_start != "zero" and not residual:
+            raise ValueError(f"`residual_start={residual_start!r}` says where the residual form starts for a variable "
+                             "never observed in the history: set residual=True too (or leave residual_start 'zero')")
+        self.residual_start = residual_start
+        if residual_start == "mean":       # a buffer, no weights drawn: set from the fit's train data (fit_start)
+            self.register_buffer("start_value", torch.zeros(n_variables))
+        else:
+            self.start_value = None
+
+    def fit_start(self, batches) -> None:
+        """``residual_start="mean"``: each variable's mean over ``batches`` (the fit's train samples, history and
+        targets; ``tsattn.models.baselines.variable_means``), where a variable never observed in a history
+        starts; the last-observation forecast's value for it. Nothing to do otherwise."""
+        if self.start_value is not None:
+            from .baselines import variable_means
+            self.start_value.copy_(variable_means(batches, self.n_variables).to(self.start_value))
 
     @staticmethod
     def _patch_index(time: Tensor, length: float) -> Tensor:
@@ -631,7 +656,11 @@ class IrregularTransformer(nn.Module):
                 x = self._read_series(self.series_cross[layer], x, q_order, y_time, *series)
         out_flat = self.head(self.norm_out(x))                                            # [Q, 1 or n_quantiles]
         if self.residual:
-            out_flat = out_flat + q_last[:, :1]                                           # 0 if never observed
+            start = q_last[:, :1]                                                         # 0 if never observed
+            if self.start_value is not None:                                              # then its mean instead
+                never = self.start_value[y_var.reshape(-1)[q_order].long()].to(start.dtype)[:, None]
+                start = torch.where(has[:, None] > 0, start, never)
+            out_flat = out_flat + start
         width = out_flat.shape[1]
         out = y_time.new_zeros(y_time.numel(), width)
         out[q_order] = out_flat
