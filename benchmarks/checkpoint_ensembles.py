@@ -146,9 +146,10 @@ def main(argv: Optional[Sequence[str]] = None) -> list[dict[str, Any]]:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    records = evaluate(args.runs, args.k, ["val", "test"] if args.test else ["val"])
-    stamp = {"commit": git_commit(), "command": " ".join(["checkpoint_ensembles.py", *(sys.argv[1:] if argv is None else argv)]),
+    stamp = {"commit": git_commit(),           # the code this evaluation imports: taken before HEAD may move
+             "command": " ".join(["checkpoint_ensembles.py", *(sys.argv[1:] if argv is None else argv)]),
              "date": time.strftime("%Y-%m-%d %H:%M"), "tag": args.tag}
+    records = evaluate(args.runs, args.k, ["val", "test"] if args.test else ["val"])
     for record in records:
         record.update(stamp)
         print(json.dumps(record))
