@@ -3,7 +3,7 @@ scaled the fit's way), the id and variable columns of its forecasts, each variab
 each split and the protocol's origins. Shared by ``per_variable.py`` and ``checkpoint_ensembles.py``."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 import pandas as pd
@@ -39,3 +39,24 @@ class FitData:
         """The ids of the series (stays) of ``split``."""
         dm = self.datamodule
         return set(dm.observations.series_ids[dm.split_series(split)].tolist())
+
+    def observed_in_history(self, frame: pd.DataFrame, lookback: Optional[float]) -> pd.Series:
+        """Per row of a backtest ``frame`` (its id, variable and ``cutoff`` columns): whether that series observed
+        that variable in the history the model read, the ``lookback`` before the cutoff ([cutoff - lookback,
+        cutoff), as the samples are cut; None: all before the cutoff). Numeric times only (the protocol's origins
+        are numbers)."""
+        if not pd.api.types.is_numeric_dtype(frame["cutoff"]):
+            raise SystemExit("the history split needs numeric times (cutoffs in the data's time unit); this fit's "
+                             "cutoffs are not numbers")
+        observations = self.datamodule.observations.to_frame()[["id", "time", "variable"]]
+        keys = frame[[self.id_column, self.variable_column, "cutoff"]].set_axis(["id", "variable", "cutoff"], axis=1)
+        seen = []
+        for cutoff in keys["cutoff"].unique():
+            start = -np.inf if lookback is None else cutoff - lookback             # None: all of the history
+            window = observations[(observations["time"] < cutoff) & (observations["time"] >= start)]
+            seen.append(window[["id", "variable"]].drop_duplicates().assign(cutoff=cutoff))
+        seen = pd.concat(seen, ignore_index=True).assign(observed=True) if seen else None
+        if seen is None:
+            return pd.Series(False, index=frame.index)
+        flags = keys.merge(seen, how="left", on=["id", "variable", "cutoff"])["observed"]
+        return pd.Series(flags.fillna(False).to_numpy(dtype=bool), index=frame.index)

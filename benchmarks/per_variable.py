@@ -3,6 +3,7 @@
     python benchmarks/per_variable.py --ckpt runs/early/physionet2012_irregular_continuous_s1/checkpoints/epoch=4-step=1125.ckpt
     python benchmarks/per_variable.py --ckpt ... --split val --out benchmarks/results/per_variable.csv
     python benchmarks/per_variable.py --ckpt A.ckpt B.ckpt C.ckpt     # one model: the mean of their weights
+    python benchmarks/per_variable.py --ckpt ... --by-history          # targets split by a history of their variable
 
 The model forecasts every target of the chosen split's series from the protocol's origin
 (``Forecaster.backtest(cutoffs=[origin])``: the data read and scaled the fit's way), and so does the
@@ -12,7 +13,11 @@ scaler, so the numbers add up to the protocol's metric: their mean over variable
 model's MSE over the last observation's, and each variable's share of the model's metric. The validation
 split by default: the analysis reads no test data. Several checkpoints of one run (e.g. its k best epochs)
 give one model whose weights are their mean (``tsattn.lightning.mean_state_dicts``, what
-``BestEpochsAverage`` keeps), read with the first checkpoint's settings and data.
+``BestEpochsAverage`` keeps), read with the first checkpoint's settings and data. The reference is fit
+with the spans the model's fit was given (the registered protocol's own when none), so that both forecast
+the same targets (checked). ``--by-history`` splits each variable's targets in two: those whose series
+observed the variable in the history the model read (``_seen``) and the rest (``_unseen``, where the
+last-observation forecast is the variable's mean), with each part's share of the metric.
 """
 from __future__ import annotations
 
@@ -36,6 +41,30 @@ def per_variable(frame: pd.DataFrame, scale: pd.Series, variable: str) -> pd.Dat
     table = pd.DataFrame({"variable": frame[variable], "sq": (error / frame[variable].map(scale)) ** 2,
                           "abs": error.abs()})
     out = table.groupby("variable").agg(targets=("sq", "size"), mse=("sq", "mean"), mae_units=("abs", "mean"))
+    return out
+
+
+def compare(frames: dict[str, pd.DataFrame], scale: pd.Series, variable: str) -> pd.DataFrame:
+    """The model's table beside the last observation's (``frames``: "model", "last_observation"), and their
+    MSE ratio."""
+    tables = {name: per_variable(frame, scale, variable) for name, frame in frames.items()}
+    out = tables["model"].merge(tables["last_observation"], how="left", left_index=True, right_index=True,
+                                suffixes=("", "_last"))
+    out["mse_ratio"] = out["mse"] / out["mse_last"]
+    return out.drop(columns=["targets_last"])
+
+
+def by_history(out: pd.DataFrame, frames: dict[str, pd.DataFrame], seen: dict[str, pd.Series], scale: pd.Series,
+               variable: str) -> pd.DataFrame:
+    """``out`` (the whole split's table) with each variable's targets split by ``seen`` (its series observed it
+    in the history, per frame row): per part the columns of ``compare`` and its share of the model's metric
+    (the part's squared errors over the variable's targets, over the metric's sum), suffixed ``_seen`` and
+    ``_unseen``. The two shares of a variable add up to its ``share_of_metric``."""
+    total = out["mse"].sum()
+    for part, keep in (("seen", True), ("unseen", False)):
+        table = compare({name: frame[seen[name] == keep] for name, frame in frames.items()}, scale, variable)
+        table["share_of_metric"] = table["mse"] * table["targets"] / out["targets"].reindex(table.index) / total
+        out = out.join(table.add_suffix(f"_{part}"))
     return out
 
 
@@ -65,6 +94,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--ckpt", type=pathlib.Path, nargs="+", required=True,
                         help="a checkpoint, or several of one run: the mean of their weights")
     parser.add_argument("--split", choices=["train", "val", "test"], default="val")
+    parser.add_argument("--by-history", action="store_true",
+                        help="also split each variable's targets by whether its series observed it in the history "
+                             "(columns *_seen and *_unseen; the last observation's forecast of an unseen variable "
+                             "is its mean)")
     parser.add_argument("--out", type=pathlib.Path, help="write the table as CSV here too")
     args = parser.parse_args(argv)
     import torch
@@ -75,19 +108,30 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     model = load_mean(args.ckpt)
     data = FitData.of(model, str(args.ckpt[0]))
     ids = data.series_ids(args.split)
-    reference = Forecaster("last_observation", lookback=model.lookback, horizon=model.horizon)
+    options = model.data_record["options"]   # the spans the fit was given (None: the protocol's), so that the
+    reference = Forecaster("last_observation", lookback=options.get("lookback"),   # reference reads the same targets
+                           horizon=options.get("horizon"))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")                       # in-sample warnings: the rows are filtered below
         reference.fit(model.data_record["source"], **read_options(model))   # the fit's data, read its way
         frames = {name: f.backtest(cutoffs=data.origins) for name, f in (("model", model), ("last_observation", reference))}
-    tables = {}
-    for name, frame in frames.items():
-        tables[name] = per_variable(frame[frame[data.id_column].isin(ids)], data.scale, data.variable_column)
-    out = tables["model"].merge(tables["last_observation"], how="left", left_index=True, right_index=True,
-                                suffixes=("", "_last"))
-    out["mse_ratio"] = out["mse"] / out["mse_last"]
+    frames = {name: frame[frame[data.id_column].isin(ids)] for name, frame in frames.items()}
+    if len(frames["model"]) != len(frames["last_observation"]):
+        raise SystemExit(f"the model forecasts {len(frames['model'])} targets and the last observation "
+                         f"{len(frames['last_observation'])}: not the same targets")
+    out = compare(frames, data.scale, data.variable_column)
     out["share_of_metric"] = out["mse"] / out["mse"].sum()
-    out = out.drop(columns=["targets_last"]).sort_values("share_of_metric", ascending=False)
+    if args.by_history:
+        seen = {name: data.observed_in_history(frame, model.lookback) for name, frame in frames.items()}
+        out = by_history(out, frames, seen, data.scale, data.variable_column)
+        for part in ("seen", "unseen"):
+            weight = out[f"targets_{part}"] / out["targets"]
+            last = float((out[f"mse_last_{part}"] * weight).sum())
+            ratio = float((out[f"mse_{part}"] * weight).sum()) / last if last > 0 else float("nan")
+            print(f"targets whose variable was {'' if part == 'seen' else 'not '}observed in the history: "
+                  f"{out[f'share_of_metric_{part}'].sum():.1%} of the metric, the model's MSE {ratio:.3f} x the last "
+                  f"observation's there")
+    out = out.sort_values("share_of_metric", ascending=False)
     print(f"{' + '.join(map(str, args.ckpt))} on the {args.split} split: the protocol's metric {out['mse'].mean():.4e} "
           f"(last observation {out['mse_last'].mean():.4e})")
     print(out.to_string(float_format=lambda v: f"{v:.4g}"))

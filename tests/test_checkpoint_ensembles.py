@@ -116,3 +116,10 @@ def test_per_variable_reads_several_checkpoints_as_their_weights_mean(scripts, r
     best = pd.read_csv(root / "best.csv", index_col=0)["mse"].mean()
     assert best == pytest.approx(ensembles.evaluate(folders[:1], k=1, splits=["val"])[0]["val_mse"], rel=1e-6)
     assert abs(best - table["mse"].mean()) > 1e-6 * best                           # two checkpoints are not one
+    per_variable.main(["--ckpt", str(ranked[0]), "--by-history", "--out", str(root / "history.csv")])
+    parts = pd.read_csv(root / "history.csv", index_col=0)
+    assert parts["mse"].mean() == pytest.approx(best, rel=1e-12)
+    counts = parts[["targets_seen", "targets_unseen"]].fillna(0).sum(axis=1)
+    assert (counts == parts["targets"]).all() and parts["targets_seen"].sum() > 0
+    shares = parts[["share_of_metric_seen", "share_of_metric_unseen"]].fillna(0).sum(axis=1)
+    np.testing.assert_allclose(shares, parts["share_of_metric"], rtol=1e-9)     # the parts add up to the whole

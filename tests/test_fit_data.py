@@ -44,3 +44,24 @@ def test_a_fit_without_fixed_origins_is_refused_by_name(fit_data, tmp_path):
     f = model().fit(path, **LONG, split_fractions=[0.6, 0.2, 0.2], **FIT)   # rolling origins: none to measure at
     with pytest.raises(SystemExit, match="run.ckpt: the fit's data has no fixed origins"):
         fit_data.FitData.of(f, "run.ckpt")
+
+
+def test_observed_in_history_follows_the_history_the_model_read(fit_data, tmp_path):
+    """A backtest's targets flagged by whether their series observed their variable in [cutoff - lookback,
+    cutoff): p01 never observes temp before 24 h, p02 only before 12 h (outside a 10 h lookback)."""
+    table = observations(n_series=10, hours=48, seed=0, resolution=0.5, id_format="p{:02d}")
+    drop = ((table["patient"] == "p01") & (table["name"] == "temp") & (table["hours"] < 24)) | (
+        (table["patient"] == "p02") & (table["name"] == "temp") & (table["hours"] >= 12) & (table["hours"] < 24))
+    path = tmp_path / "obs.csv"
+    table[~drop].to_csv(path, index=False)
+    f = model().fit(path, **LONG, origins=[24.0], split_fractions=[0.6, 0.2, 0.2], **FIT)
+    data = fit_data.FitData.of(f)
+    with pytest.warns(Warning):                               # in-sample: every split's stays
+        frame = f.backtest(cutoffs=data.origins)
+    unseen = (frame["name"] == "temp") & frame["patient"].isin(["p01", "p02"])
+    assert unseen.any() and (~unseen).any()
+    assert (data.observed_in_history(frame, 10.0) == ~unseen).all()
+    p02 = (frame["name"] == "temp") & (frame["patient"] == "p02")
+    assert (data.observed_in_history(frame, None) == ~(unseen & ~p02)).all()   # all of the history: p02 saw it
+    with pytest.raises(SystemExit, match="numeric times"):
+        data.observed_in_history(frame.assign(cutoff=frame["cutoff"].astype(str)), None)
