@@ -68,10 +68,28 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..nn import Dropout, FeedForward, MultiHeadAttention
+from .baselines import variable_means
 from .patchtst import check_quantile_count, quantile_head
 from .registry import register_model
 
 RESIDUAL_STARTS = ("zero", "mean")
+
+
+def _check_residual_start(residual_start: str, residual: bool) -> str:
+    if residual_start not in RESIDUAL_STARTS:
+        raise ValueError(f"`residual_start` must be one of {RESIDUAL_STARTS}, got {residual_start!r}")
+    if residual_start != "zero" and not residual:
+        raise ValueError(f"`residual_start={residual_start!r}` says where the residual form starts for a variable "
+                         "never observed in the history: set residual=True too (or leave residual_start 'zero')")
+    return residual_start
+
+
+def _residual_start(last: Tensor, has: Tensor, start_value: Optional[Tensor], var: Tensor) -> Tensor:
+    """Where each query's residual starts [Q, 1]: its variable's last value ``last`` [Q, 1] (0 if never observed,
+    ``has`` [Q] 0), or, with ``start_value`` [V], that variable's value there when never observed."""
+    if start_value is None:
+        return last
+    return torch.where(has[:, None] > 0, last, start_value[var.long()].to(last.dtype)[:, None])
 
 __all__ = ["IrregularTransformer"]
 
@@ -409,23 +427,13 @@ class IrregularTransformer(nn.Module):
         if token_length is not None:
             self.token_offset = TimeFeatures(time_features, d_model)
             self.token_count = nn.Linear(1, d_model)
-        if residual_start not in RESIDUAL_STARTS:
-            raise ValueError(f"`residual_start` must be one of {RESIDUAL_STARTS}, got {residual_start!r}")
-        if residual_start != "zero" and not residual:
-            raise ValueError(f"`residual_start={residual_start!r}` says where the residual form starts for a variable "
-                             "never observed in the history: set residual=True too (or leave residual_start 'zero')")
-        self.residual_start = residual_start
-        if residual_start == "mean":       # a buffer, no weights drawn: set from the fit's train data (fit_start)
-            self.register_buffer("start_value", torch.zeros(n_variables))
-        else:
-            self.start_value = None
+        self.residual_start = _check_residual_start(residual_start, residual)   # "mean": a buffer set by fit_start
+        self.register_buffer("start_value", torch.zeros(n_variables) if residual_start == "mean" else None)
 
     def fit_start(self, batches) -> None:
-        """``residual_start="mean"``: each variable's mean over ``batches`` (the fit's train samples, history and
-        targets; ``tsattn.models.baselines.variable_means``), where a variable never observed in a history
-        starts; the last-observation forecast's value for it. Nothing to do otherwise."""
+        """``residual_start="mean"``: each variable's mean over ``batches`` (the fit's train samples; the
+        last-observation forecast's value for a variable never observed). Nothing to do otherwise."""
         if self.start_value is not None:
-            from .baselines import variable_means
             self.start_value.copy_(variable_means(batches, self.n_variables).to(self.start_value))
 
     @staticmethod
@@ -656,11 +664,7 @@ class IrregularTransformer(nn.Module):
                 x = self._read_series(self.series_cross[layer], x, q_order, y_time, *series)
         out_flat = self.head(self.norm_out(x))                                            # [Q, 1 or n_quantiles]
         if self.residual:
-            start = q_last[:, :1]                                                         # 0 if never observed
-            if self.start_value is not None:                                              # then its mean instead
-                never = self.start_value[y_var.reshape(-1)[q_order].long()].to(start.dtype)[:, None]
-                start = torch.where(has[:, None] > 0, start, never)
-            out_flat = out_flat + start
+            out_flat = out_flat + _residual_start(q_last[:, :1], has, self.start_value, y_var.reshape(-1)[q_order])
         width = out_flat.shape[1]
         out = y_time.new_zeros(y_time.numel(), width)
         out[q_order] = out_flat
