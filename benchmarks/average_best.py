@@ -16,7 +16,6 @@ curve, the settings, the command and the commit. The question it answers: should
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import pathlib
 import sys
@@ -56,12 +55,9 @@ def run_seed(args: argparse.Namespace, seed: int, fit_options: dict[str, Any]) -
     fit_seconds = time.perf_counter() - start
     average = next(c for c in model.trainer.callbacks if isinstance(c, BestEpochsAverage))
     splits = ["val", "test"] if args.test else ["val"]
-    mean_weights = {name: t.detach().clone() if torch.is_tensor(t) else copy.deepcopy(t)
-                    for name, t in model.module.state_dict().items()}
     record: dict[str, Any] = {"averaged": {s: model.evaluate(s) for s in splits}}
-    model.module.load_state_dict(average.kept[0][2])                     # the best epoch's weights
+    model.module.load_state_dict(average.kept[0][2])                     # then the best epoch's weights
     record["best_epoch"] = {s: model.evaluate(s) for s in splits}
-    model.module.load_state_dict(mean_weights)
     return {"data": str(args.data), "model": args.model, "seed": seed, "k": args.k,
             "lookback": model.lookback, "horizon": model.horizon, "max_epochs": args.max_epochs,
             "patience": args.patience, "epochs_run": len(average.scores),

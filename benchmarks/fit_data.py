@@ -48,15 +48,14 @@ class FitData:
         if not pd.api.types.is_numeric_dtype(frame["cutoff"]):
             raise SystemExit("the history split needs numeric times (cutoffs in the data's time unit); this fit's "
                              "cutoffs are not numbers")
+        if frame.empty:
+            return pd.Series(False, index=frame.index)
         observations = self.datamodule.observations.to_frame()[["id", "time", "variable"]]
         keys = frame[[self.id_column, self.variable_column, "cutoff"]].set_axis(["id", "variable", "cutoff"], axis=1)
         seen = []
         for cutoff in keys["cutoff"].unique():
             start = -np.inf if lookback is None else cutoff - lookback             # None: all of the history
             window = observations[(observations["time"] < cutoff) & (observations["time"] >= start)]
-            seen.append(window[["id", "variable"]].drop_duplicates().assign(cutoff=cutoff))
-        seen = pd.concat(seen, ignore_index=True).assign(observed=True) if seen else None
-        if seen is None:
-            return pd.Series(False, index=frame.index)
-        flags = keys.merge(seen, how="left", on=["id", "variable", "cutoff"])["observed"]
+            seen.append(window[["id", "variable"]].drop_duplicates().assign(cutoff=cutoff, observed=True))
+        flags = keys.merge(pd.concat(seen, ignore_index=True), how="left", on=["id", "variable", "cutoff"])["observed"]
         return pd.Series(flags.fillna(False).to_numpy(dtype=bool), index=frame.index)

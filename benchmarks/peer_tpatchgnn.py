@@ -52,8 +52,8 @@ SETS = ("set-a", "set-b", "set-c")
 LOOP = "\tfor itr in range(args.epoch):\n"
 STOP_CHECK = "\t\tif(itr - best_iter >= args.patience):\n\t\t\tprint(\"Exp has been early stopped!\")\n\t\t\tsys.exit(0)\n"
 STATE_ENV = "TSATTN_PEER_STATE"
-RESUME_LOAD = """\t# tsattn: continue from the state saved after an epoch, when there is one
-\tstart_itr, state_file = 0, os.environ.get("TSATTN_PEER_STATE")
+RESUME_LOAD = f"""\t# tsattn: continue from the state saved after an epoch, when there is one
+\tstart_itr, state_file = 0, os.environ.get("{STATE_ENV}")
 \tif state_file and os.path.exists(state_file):
 \t\tstate = torch.load(state_file, map_location=args.device, weights_only=False)
 \t\tmodel.load_state_dict(state["model"])
@@ -64,7 +64,7 @@ RESUME_LOAD = """\t# tsattn: continue from the state saved after an epoch, when 
 \t\t\ttorch.cuda.set_rng_state_all(state["rng_cuda"])
 \t\tnp.random.set_state(state["rng_numpy"])
 \t\trandom.setstate(state["rng_python"])
-\t\tlogger.info("Resumed at epoch {:03d}".format(start_itr))
+\t\tlogger.info("Resumed at epoch {{:03d}}".format(start_itr))
 \tfor itr in range(start_itr, args.epoch):
 """
 RESUME_SAVE = """\t\tif state_file:  # tsattn: the state after this epoch (weights, optimizer, best so far, random states)

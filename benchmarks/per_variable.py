@@ -69,8 +69,8 @@ def by_history(out: pd.DataFrame, frames: dict[str, pd.DataFrame], seen: dict[st
 
 
 def read_options(model: Any) -> dict[str, Any]:
-    """The options ``model`` was fit with that ``Forecaster.fit`` takes (the spans aside: a reference
-    forecast gets the model's), so that another model fit with them reads the same data the same way."""
+    """The options ``model`` was fit with that ``Forecaster.fit`` takes (the spans aside: the reference is
+    built with the spans the fit was given), so that another model fit with them reads the same data the same way."""
     return {key: value for key, value in model.data_record["options"].items()
             if key in model.task.fit_options and key not in ("lookback", "horizon") and value is not None}
 
