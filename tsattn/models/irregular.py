@@ -91,7 +91,41 @@ def _residual_start(last: Tensor, has: Tensor, start_value: Optional[Tensor], va
         return last
     return torch.where(has[:, None] > 0, last, start_value[var.long()].to(last.dtype)[:, None])
 
-__all__ = ["IrregularTransformer"]
+def _check_count(name: str, value: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"`{name}` must be {'None or ' if name == 'series_layers' else ''}an int >= 0, got {value!r}")
+    return value
+
+
+def _check_length(name: str, value: Optional[float]) -> Optional[float]:
+    """None, or a positive finite length of time as a float (``patch_length``, ``token_length``)."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                              or not (value > 0 and math.isfinite(value))):
+        raise ValueError(f"`{name}` must be None or a positive length of time, got {value!r}")
+    return None if value is None else float(value)
+
+
+def _check_rates(**rates: float) -> tuple[float, ...]:
+    for name, rate in rates.items():
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0.0 <= rate < 1.0:
+            raise ValueError(f"`{name}` must be a probability in [0, 1), got {rate!r}")
+    return tuple(float(rate) for rate in rates.values())
+
+
+def drop_history(x_var: Tensor, x_mask: Tensor, p_observation: float, p_variable: float, n_variables: int) -> Tensor:
+    """A training augmentation: ``x_mask`` [B, Nx] with each real history observation dropped with probability
+    ``p_observation`` and each series' whole history of a variable dropped with probability ``p_variable``
+    (then its targets are forecast as those of a variable the history never showed). Draws from torch's RNG."""
+    keep = x_mask
+    if p_observation > 0:
+        keep = keep & (torch.rand(x_mask.shape, device=x_mask.device) >= p_observation)
+    if p_variable > 0:
+        kept_variables = torch.rand(x_mask.shape[0], n_variables, device=x_mask.device) >= p_variable   # [B, V]
+        keep = keep & torch.gather(kept_variables, 1, x_var.long().clamp(0, n_variables - 1))
+    return keep
+
+
+__all__ = ["IrregularTransformer", "drop_history"]
 
 
 def _group(keys: Tensor, mask: Tensor, n_keys: int) -> tuple[Tensor, Tensor, Tensor, Tensor]:
@@ -327,6 +361,10 @@ class IrregularTransformer(nn.Module):
             (0 in scaled units: the data's mean under standard scaling, its minimum under min-max; the model
             as before) or "mean" (the variable's mean over the fit's train samples, set when a fit starts:
             ``fit_start``; so that an untrained model forecasts exactly the last-observation baseline).
+        history_dropout: in training only, drop each history observation with this probability (an
+            augmentation; ``drop_history``). 0: off (the model as before).
+        history_variable_dropout: in training only, drop a series' whole history of a variable with this
+            probability, so that its targets are learnt as first values. 0: off.
     """
 
     def __init__(
@@ -355,11 +393,12 @@ class IrregularTransformer(nn.Module):
         patch_length: Optional[float] = None,
         token_length: Optional[float] = None,
         residual_start: str = "zero",
+        history_dropout: float = 0.0,
+        history_variable_dropout: float = 0.0,
     ) -> None:
         super().__init__()
         check_quantile_count(n_quantiles)
-        if isinstance(n_static, bool) or not isinstance(n_static, int) or n_static < 0:
-            raise ValueError(f"`n_static` must be an int >= 0, got {n_static!r}")
+        _check_count("n_static", n_static)
         if n_variables < 1:
             raise ValueError(f"`n_variables` must be >= 1, got {n_variables}")
         if not (time_scale > 0 and math.isfinite(time_scale)):
@@ -397,10 +436,8 @@ class IrregularTransformer(nn.Module):
                 nn.init.zeros_(param)
         self.n_static = n_static       # created last: a model without statics draws the same weights as before
         self.static_embedding = nn.Linear(2 * n_static, d_model) if n_static else None
-        if series_layers is not None and (isinstance(series_layers, bool) or not isinstance(series_layers, int)
-                                          or series_layers < 0):
-            raise ValueError(f"`series_layers` must be None or an int >= 0, got {series_layers!r}")
-        self.series_layers = series_layers  # created after the rest: None draws the same weights as before
+        # created after the rest: None draws the same weights as before
+        self.series_layers = None if series_layers is None else _check_count("series_layers", series_layers)
         if series_layers is not None:
             self.series_in = nn.Linear(d_model, d_model)
             self.series_blocks = nn.ModuleList(_Block(d_model, n_heads, d_ff, dropout, **temporal)
@@ -410,25 +447,21 @@ class IrregularTransformer(nn.Module):
                                               for _ in range(n_decoder_layers))
         else:
             self.series_cross = None
-        if patch_length is not None and (isinstance(patch_length, bool) or not isinstance(patch_length, (int, float))
-                                         or not (patch_length > 0 and math.isfinite(patch_length))):
-            raise ValueError(f"`patch_length` must be None or a positive length of time, got {patch_length!r}")
-        self.patch_length = None if patch_length is None else float(patch_length)   # created last, as above
+        self.patch_length = _check_length("patch_length", patch_length)   # created last, as above
         if patch_length is not None:
             self.patch_in = nn.ModuleList(nn.Linear(d_model, d_model) for _ in range(n_layers))
             self.patch_time = TimeFeatures(time_features, d_model)
             self.patch_mix = nn.ModuleList(_set_attention_layer(d_model, n_heads, d_ff, dropout)
                                            for _ in range(n_layers))
             self.patch_out = nn.ModuleList(nn.Linear(d_model, d_model) for _ in range(n_layers))
-        if token_length is not None and (isinstance(token_length, bool) or not isinstance(token_length, (int, float))
-                                         or not (token_length > 0 and math.isfinite(token_length))):
-            raise ValueError(f"`token_length` must be None or a positive length of time, got {token_length!r}")
-        self.token_length = None if token_length is None else float(token_length)   # created last, as above
+        self.token_length = _check_length("token_length", token_length)   # created last, as above
         if token_length is not None:
             self.token_offset = TimeFeatures(time_features, d_model)
             self.token_count = nn.Linear(1, d_model)
         self.residual_start = _check_residual_start(residual_start, residual)   # "mean": a buffer set by fit_start
         self.register_buffer("start_value", torch.zeros(n_variables) if residual_start == "mean" else None)
+        self.history_dropout, self.history_variable_dropout = _check_rates(
+            history_dropout=history_dropout, history_variable_dropout=history_variable_dropout)
 
     def fit_start(self, batches) -> None:
         """``residual_start="mean"``: each variable's mean over ``batches`` (the fit's train samples; the
@@ -551,6 +584,8 @@ class IrregularTransformer(nn.Module):
         for name, var, mask in (("x_var", x_var, x_mask), ("y_var", y_var, y_mask)):
             if mask.any() and (int(var[mask].min()) < 0 or int(var[mask].max()) >= V):
                 raise ValueError(f"{name} holds variable ids outside [0, {V}); build the model with n_variables=V")
+        if self.training and (self.history_dropout or self.history_variable_dropout):
+            x_mask = drop_history(x_var, x_mask, self.history_dropout, self.history_variable_dropout, V)
         dtype = self.value_embedding.weight.dtype
         if self.positions == "rows":
             x_time = row_positions(x_time.to(dtype), x_mask, past=True)
