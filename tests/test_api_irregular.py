@@ -456,3 +456,18 @@ def test_residual_start_mean_is_set_from_the_fit_train_data_and_saved(tmp_path):
     assert torch.equal(g.module.net.start_value, f.module.net.start_value)
     at = requests(table)
     pd.testing.assert_frame_equal(g.predict(table, at=at), f.predict(table, at=at), check_exact=True)
+
+
+def test_history_dropout_trains_through_forecaster_and_forecasts_deterministically(tmp_path):
+    """The training-only augmentation through ``Forecaster``: the fit runs, the option is kept by save / load,
+    and forecasts (eval mode) repeat exactly."""
+    table = long_table()
+    kwargs = dict(TINY, residual=True, history_dropout=0.2, history_variable_dropout=0.2)
+    f = Forecaster("irregular", **dict(SETTINGS, model_kwargs=kwargs))
+    f.fit(table, **LONG, max_epochs=1, enable_progress_bar=False, logger=False, enable_checkpointing=False)
+    at = requests(table)
+    first = f.predict(table, at=at)
+    pd.testing.assert_frame_equal(f.predict(table, at=at), first, check_exact=True)
+    g = Forecaster.load(f.save(tmp_path / "model.ckpt"))
+    assert (g.module.net.history_dropout, g.module.net.history_variable_dropout) == (0.2, 0.2)
+    pd.testing.assert_frame_equal(g.predict(table, at=at), first, check_exact=True)

@@ -151,6 +151,61 @@ def test_residual_start_mean_starts_every_query_at_the_last_observation_baseline
         IrregularTransformer(V, residual=True, residual_start="median")
 
 
+def test_drop_history_drops_observations_or_whole_variables_at_their_rates():
+    from tsattn.models.irregular import drop_history
+
+    g = torch.Generator().manual_seed(3)
+    x_var = torch.randint(0, V, (400, 60), generator=g)
+    x_mask = torch.rand(400, 60, generator=g) < 0.7
+    assert torch.equal(drop_history(x_var, x_mask, 0.0, 0.0, V), x_mask)
+    torch.manual_seed(0)
+    kept = drop_history(x_var, x_mask, 0.25, 0.0, V)
+    assert not (kept & ~x_mask).any()                        # padding is never revived
+    assert abs(1 - kept.sum().item() / x_mask.sum().item() - 0.25) < 0.02
+    torch.manual_seed(0)
+    kept = drop_history(x_var, x_mask, 0.0, 0.3, V)
+    assert not (kept & ~x_mask).any()
+    dropped_sets = kept_sets = 0
+    for b in range(x_var.shape[0]):                          # a (series, variable) is kept or dropped whole
+        for v in range(V):
+            real = x_mask[b] & (x_var[b] == v)
+            if real.any():
+                n_kept = int(kept[b][real].sum())
+                assert n_kept in (0, int(real.sum()))
+                dropped_sets += n_kept == 0
+                kept_sets += n_kept > 0
+    assert abs(dropped_sets / (dropped_sets + kept_sets) - 0.3) < 0.04
+
+
+@pytest.mark.parametrize("kw", [dict(history_dropout=0.4), dict(history_variable_dropout=0.4)])
+def test_history_dropout_acts_in_training_only_and_is_the_dropped_mask(kw):
+    """The option adds no weights (the same draws as without it), changes nothing in eval mode, and in
+    training the forecast is the model's on the mask ``drop_history`` drew from the same RNG state."""
+    from tsattn.models.irregular import drop_history
+
+    batch = observation_batch(dtype=torch.float64)
+    plain, model = build(residual=True), build(residual=True, **kw)
+    weights = [dict(m.named_parameters()) for m in (model, plain)]
+    torch.testing.assert_close(*weights, rtol=0.0, atol=0.0)
+    torch.testing.assert_close(model(**batch), plain(**batch), rtol=0.0, atol=0.0)
+    model.train(), plain.train()
+    torch.manual_seed(5)
+    out = model(**batch)
+    torch.manual_seed(5)
+    mask = drop_history(batch["x_var"], batch["x_mask"], kw.get("history_dropout", 0.0),
+                        kw.get("history_variable_dropout", 0.0), V)
+    assert (mask != batch["x_mask"]).any()
+    torch.testing.assert_close(out, plain(**dict(batch, x_mask=mask)), rtol=0.0, atol=0.0)
+    assert (out - plain(**batch))[batch["y_mask"]].abs().max() > 1e-6
+
+
+@pytest.mark.parametrize("name,value", [("history_dropout", 1.0), ("history_dropout", -0.1),
+                                        ("history_variable_dropout", True), ("history_variable_dropout", "0.1")])
+def test_history_dropout_rejects_what_is_not_a_probability(name, value):
+    with pytest.raises(ValueError, match=f"`{name}` must be a probability"):
+        IrregularTransformer(V, **{name: value})
+
+
 def test_attentions_differ_and_switch_only_the_temporal_layers():
     model, batch = build("continuous"), observation_batch(dtype=torch.float64)
     continuous = model(**batch)
