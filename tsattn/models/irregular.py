@@ -91,9 +91,11 @@ def _residual_start(last: Tensor, has: Tensor, start_value: Optional[Tensor], va
         return last
     return torch.where(has[:, None] > 0, last, start_value[var.long()].to(last.dtype)[:, None])
 
-def _check_count(name: str, value: int) -> int:
+def _check_count(name: str, value: Optional[int], *, optional: bool = False) -> Optional[int]:
+    if optional and value is None:
+        return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"`{name}` must be {'None or ' if name == 'series_layers' else ''}an int >= 0, got {value!r}")
+        raise ValueError(f"`{name}` must be {'None or ' if optional else ''}an int >= 0, got {value!r}")
     return value
 
 
@@ -437,7 +439,7 @@ class IrregularTransformer(nn.Module):
         self.n_static = n_static       # created last: a model without statics draws the same weights as before
         self.static_embedding = nn.Linear(2 * n_static, d_model) if n_static else None
         # created after the rest: None draws the same weights as before
-        self.series_layers = None if series_layers is None else _check_count("series_layers", series_layers)
+        self.series_layers = _check_count("series_layers", series_layers, optional=True)
         if series_layers is not None:
             self.series_in = nn.Linear(d_model, d_model)
             self.series_blocks = nn.ModuleList(_Block(d_model, n_heads, d_ff, dropout, **temporal)
