@@ -91,6 +91,7 @@ def _residual_start(last: Tensor, has: Tensor, start_value: Optional[Tensor], va
         return last
     return torch.where(has[:, None] > 0, last, start_value[var.long()].to(last.dtype)[:, None])
 
+
 def _check_count(name: str, value: Optional[int], *, optional: bool = False) -> Optional[int]:
     if optional and value is None:
         return None
