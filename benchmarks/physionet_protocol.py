@@ -7,7 +7,7 @@
     python benchmarks/summarize_runs.py --tag "full protocol" --dataset physionet2012
 
 Each run is ``run_protocol.py --config configs/physionet2012/<configs>_<attention>.yaml --seed S
---resume`` (``--configs``: ``irregular``, the default, or ``irregular_series``; early stopping on validation MSE with patience 10, up to 100 epochs, the best validation
+--resume`` (``--configs``: ``irregular``, the default, ``irregular_series`` or ``irregular_vardrop``; early stopping on validation MSE with patience 10, up to 100 epochs, the best validation
 checkpoint tested once), in its own process. ``--jobs`` runs go at once, each on ``--threads`` torch
 threads (default: 2 jobs of 1 thread, one per attention: on two cores this model trains about 1.7
 times faster in all than one run on two threads, whose small operations gain little from the second
@@ -47,7 +47,7 @@ def commands(seeds: Sequence[int], attentions: Sequence[str], threads: int, runs
             config = ROOT / "configs" / "physionet2012" / f"{configs}_{attention}.yaml"
             if not config.is_file():
                 raise FileNotFoundError(f"no config {config}: --configs names a family of configs/physionet2012/"
-                                        f"<family>_<attention>.yaml, e.g. irregular or irregular_series")
+                                        f"<family>_<attention>.yaml, e.g. irregular, irregular_series or irregular_vardrop")
             argv = [sys.executable, str(ROOT / "benchmarks" / "run_protocol.py"), "--config", str(config),
                     "--seed", str(seed), "--threads", str(threads), "--resume", "--runs-dir", str(runs_dir),
                     "--out", str(out), "--tag", tag, *extra]
