@@ -107,6 +107,19 @@ def test_shipped_configs_cover_the_benchmarks():
             assert (dataset, f"patchtst_{attention}_96") in names
 
 
+
+@pytest.mark.parametrize("attention", ["continuous", "softmax"])
+def test_vardrop_configs_are_the_configs_plus_the_augmentation(attention):
+    """irregular_vardrop_<attention>.yaml is a copy of irregular_<attention>.yaml with one setting added: a
+    change to the base config that the copy does not follow fails here."""
+    folder = ROOT / "configs" / "physionet2012"
+    base = yaml.safe_load((folder / f"irregular_{attention}.yaml").read_text())
+    variant = yaml.safe_load((folder / f"irregular_vardrop_{attention}.yaml").read_text())
+    assert variant["model"]["model_kwargs"].pop("history_variable_dropout") == 0.1
+    assert variant["trainer"].pop("default_root_dir") == f"runs/physionet2012/irregular_vardrop_{attention}"
+    base["trainer"].pop("default_root_dir")
+    assert variant == base
+
 def test_data_module_class_is_selectable(experiment):
     """`data:` with an explicit class_path (here the default class, spelt out) builds that class."""
     config, _ = experiment
