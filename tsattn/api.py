@@ -221,7 +221,7 @@ class Forecaster:
         self._lookback, self._horizon = facts["lookback"], facts["horizon"]  # as a loaded model reports them
         if not model_trainable(self.config["model"]):  # a reference forecast: its statistics, no training
             module.use_data(dm)
-            module.net.fit_statistics(dm.train_dataloader(), season=dm.season)
+            self.task.fit_statistics(module, dm)
             self.module, self.datamodule, self._record = module, dm, None
             return self
         self._train(module, dm, max_epochs=max_epochs, patience=patience, callbacks=callbacks,

@@ -125,7 +125,7 @@ def test_residual_starts_at_the_last_observation(attention, tokens):
 
 @pytest.mark.parametrize("attention", ATTENTIONS)
 def test_residual_start_mean_starts_every_query_at_the_last_observation_baseline(attention):
-    """residual_start="mean": untrained, a never observed variable starts at its mean (``fit_start``), so the
+    """residual_start="mean": untrained, a never observed variable starts at its mean (``fit_statistics``), so the
     whole forecast is exactly LastObservation's with the same means; observed variables as before."""
     from tsattn.models.baselines import LastObservation
 
@@ -133,7 +133,7 @@ def test_residual_start_mean_starts_every_query_at_the_last_observation_baseline
     model = build(attention, residual=True, residual_start="mean")
     batches = [dict(b, y_value=torch.randn(b["y_time"].shape, generator=torch.Generator().manual_seed(i), dtype=torch.float64))
                for i, b in enumerate((batch, observation_batch(seed=2, dtype=torch.float64)))]   # + target values
-    model.fit_start(batches)
+    model.fit_statistics(batches)
     last = LastObservation(V).double()
     last.fit_statistics(batches)
     torch.testing.assert_close(model.start_value, last.mean, rtol=0.0, atol=0.0)

@@ -160,6 +160,8 @@ class ForecastModule(pl.LightningModule):
             self.use_data(dm)
         if dm is not None and stage == "fit":
             self.task.on_fit_setup(self, dm)
+            if isinstance(dm, ForecastDataModule):
+                self.task.fit_statistics(self, dm)
 
     def teardown(self, stage: str) -> None:
         if getattr(self, "_fill_before", None) is not None:  # what setup found (it turned the fills off)

@@ -61,7 +61,7 @@ the padding is ignored exactly (``key_lengths``).
 from __future__ import annotations
 
 import math
-from typing import NamedTuple, Optional
+from typing import Any, Iterable, NamedTuple, Optional
 
 import torch
 import torch.nn.functional as F
@@ -363,7 +363,7 @@ class IrregularTransformer(nn.Module):
         residual_start: with ``residual``, where a variable never observed in the history starts: "zero"
             (0 in scaled units: the data's mean under standard scaling, its minimum under min-max; the model
             as before) or "mean" (the variable's mean over the fit's train samples, set when a fit starts:
-            ``fit_start``; so that an untrained model forecasts exactly the last-observation baseline).
+            ``fit_statistics``; so that an untrained model forecasts exactly the last-observation baseline).
         history_dropout: in training only, drop each history observation with this probability (an
             augmentation; ``drop_history``). 0: off (the model as before).
         history_variable_dropout: in training only, drop a series' whole history of a variable with this
@@ -461,16 +461,17 @@ class IrregularTransformer(nn.Module):
         if token_length is not None:
             self.token_offset = TimeFeatures(time_features, d_model)
             self.token_count = nn.Linear(1, d_model)
-        self.residual_start = _check_residual_start(residual_start, residual)   # "mean": a buffer set by fit_start
+        self.residual_start = _check_residual_start(residual_start, residual)   # "mean": a buffer set by fit_statistics
         self.register_buffer("start_value", torch.zeros(n_variables) if residual_start == "mean" else None)
         self.history_dropout, self.history_variable_dropout = _check_rates(
             history_dropout=history_dropout, history_variable_dropout=history_variable_dropout)
 
-    def fit_start(self, batches) -> None:
-        """``residual_start="mean"``: each variable's mean over ``batches`` (the fit's train samples; the
-        last-observation forecast's value for a variable never observed). Nothing to do otherwise."""
+    def fit_statistics(self, loader: Iterable[dict[str, Tensor]], **facts: Any) -> None:
+        """What the model takes from the fit's train samples (``Task.fit_statistics`` calls it): with
+        ``residual_start="mean"``, each variable's mean over ``loader``'s batches (the last-observation
+        forecast's value for a variable never observed); otherwise nothing, and ``loader`` is not read."""
         if self.start_value is not None:
-            self.start_value.copy_(variable_means(batches, self.n_variables).to(self.start_value))
+            self.start_value.copy_(variable_means(loader, self.n_variables).to(self.start_value))
 
     @staticmethod
     def _patch_index(time: Tensor, length: float) -> Tensor:

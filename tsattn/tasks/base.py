@@ -85,6 +85,16 @@ class Task:
     def on_fit_setup(self, module: "ForecastModule", dm: ForecastDataModule) -> None:
         """Called when a fit sets up (warnings about the data and model together)."""
 
+    def fit_statistics(self, module: "ForecastModule", dm: ForecastDataModule) -> None:
+        """Give the net what it takes from the fit's train samples, before any training: a model that
+        defines ``fit_statistics(loader, **facts)`` (the reference forecasts of ``models/baselines.py``, whose
+        fit is only this; the irregular model's ``residual_start="mean"``) gets the train loader and the data's
+        ``season``. The one place this is called, for trained and untrained models alike (a resumed fit's
+        checkpoint then restores its own values)."""
+        fit = getattr(module.net, "fit_statistics", None)
+        if fit is not None:
+            fit(dm.train_dataloader(), season=dm.season)
+
     # -- the model ---------------------------------------------------------------------------------------
     def check_hparams(self, hparams: Any) -> None:
         """Raise ``ValueError`` for settings this task does not take."""

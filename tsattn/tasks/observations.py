@@ -91,8 +91,6 @@ class ObservationTask(Task):
             counts = torch.as_tensor(dm.target_counts("train"), dtype=torch.float64)
             weight = len(dm.samples("train")) / (int((counts > 0).sum()) * counts)
             module.target_weight.copy_(torch.where(counts > 0, weight, 0.0))
-        if getattr(module.net, "start_value", None) is not None and isinstance(dm, ObservationDataModule):
-            module.net.fit_start(dm.train_dataloader())   # residual_start="mean" (a resumed fit's checkpoint then restores its own)
 
     # -- the model ---------------------------------------------------------------------------------------
     def check_hparams(self, hparams: Any) -> None:
