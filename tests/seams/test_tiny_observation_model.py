@@ -86,3 +86,41 @@ def test_an_observation_model_in_one_file_trains_from_the_cli(registered, tmp_pa
     assert g.data_record["task"] == "observations" and g.horizon == 12.0
     out = g.predict(path)  # the default requests: every variable at each series' median step
     assert {"patient", "hours", "name", "value"} == set(out.columns) and len(out) > 0
+
+
+class DriftFromTrainMeans(LastValuePlusDrift):
+    """``LastValuePlusDrift`` that also takes a statistic from the fit's train samples (``fit_statistics``)."""
+
+    def __init__(self, n_variables: int, **kwargs) -> None:
+        super().__init__(n_variables, **kwargs)
+        self.register_buffer("train_targets", torch.zeros(()))
+        self.calls: list[bool] = []
+
+    def fit_statistics(self, loader, **facts) -> None:
+        self.calls.append(self.training and self.drift.abs().sum().item() == 0.0)   # before any step
+        self.train_targets.fill_(float(sum(int(batch["y_mask"].sum()) for batch in loader)))
+
+
+def test_a_trained_model_gets_its_train_statistics_through_the_one_seam(tmp_path):
+    """A trainable model with ``fit_statistics`` gets the fit's train loader once, before training, from
+    ``Forecaster.fit`` and from the CLI alike (``Task.fit_statistics``; the reference forecasts use the same call)."""
+    register_model("drift_from_train_means", task="observations")(DriftFromTrainMeans)
+    try:
+        table = _table()
+        f = Forecaster("drift_from_train_means", lookback=24.0, horizon=12.0, lr=1e-2, lr_schedule="constant",
+                       batch_size=8, seed=1)
+        f.fit(table, max_epochs=2, logger=False, enable_progress_bar=False, **LONG)
+        expected = sum(int(batch["y_mask"].sum()) for batch in f.datamodule.train_dataloader())
+        assert f.module.net.calls == [True] and int(f.module.net.train_targets) == expected > 0
+        assert f.module.net.drift.abs().sum() > 0                                        # and then trained
+        path = tmp_path / "obs.csv"
+        table.to_csv(path, index=False)
+        root = tmp_path / "run"
+        cli_main(["fit", "--model.model", "drift_from_train_means", "--data", "tsattn.data.ObservationDataModule",
+                  "--data.data", str(path), *[f"--data.{k}={v}" for k, v in LONG.items()], "--data.origin_stride", "12",
+                  "--data.lookback", "24", "--data.horizon", "12", "--trainer.max_epochs", "1", "--trainer.logger", "false",
+                  "--trainer.enable_progress_bar", "false", "--trainer.default_root_dir", str(root)])
+        g = Forecaster.load(next(root.rglob("*.ckpt")))
+        assert int(g.module.net.train_targets) > 0                                        # set by the CLI's fit, saved
+    finally:
+        unregister_model("drift_from_train_means")
