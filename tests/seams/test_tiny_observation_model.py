@@ -55,6 +55,15 @@ def _table(n_series: int = 4, hours: int = 240) -> pd.DataFrame:
 LONG = dict(id_column="patient", time_column="hours", variable_column="name", value_column="value")
 
 
+def _cli_fit(model: str, path, root, *options: str) -> Forecaster:
+    """``tsattn fit`` of ``model`` on the CSV ``path`` (one epoch, runs in ``root``), loaded back."""
+    cli_main(["fit", "--model.model", model, *options, "--data", "tsattn.data.ObservationDataModule",
+              "--data.data", str(path), *[f"--data.{k}={v}" for k, v in LONG.items()], "--data.origin_stride", "12",
+              "--data.lookback", "24", "--data.horizon", "12", "--trainer.max_epochs", "1", "--trainer.logger", "false",
+              "--trainer.enable_progress_bar", "false", "--trainer.default_root_dir", str(root)])
+    return Forecaster.load(next(root.rglob("*.ckpt")))
+
+
 def test_an_observation_model_in_one_file_fits_predicts_and_round_trips(registered, tmp_path):
     assert isinstance(LastValuePlusDrift(2), ObservationModel)
     table = _table()
@@ -77,12 +86,7 @@ def test_an_observation_model_in_one_file_trains_from_the_cli(registered, tmp_pa
     path = tmp_path / "obs.csv"
     _table().to_csv(path, index=False)
     root = tmp_path / "run"
-    cli_main(["fit", "--model.model", registered, "--model.lr", "0.01", "--model.lr_schedule", "constant",
-              "--data", "tsattn.data.ObservationDataModule", "--data.data", str(path),
-              *[f"--data.{k}={v}" for k, v in LONG.items()], "--data.origin_stride", "12", "--data.lookback", "24",
-              "--data.horizon", "12", "--trainer.max_epochs", "1", "--trainer.logger", "false",
-              "--trainer.enable_progress_bar", "false", "--trainer.default_root_dir", str(root)])
-    g = Forecaster.load(next(root.rglob("*.ckpt")))
+    g = _cli_fit(registered, path, root, "--model.lr", "0.01", "--model.lr_schedule", "constant")
     assert g.data_record["task"] == "observations" and g.horizon == 12.0
     out = g.predict(path)  # the default requests: every variable at each series' median step
     assert {"patient", "hours", "name", "value"} == set(out.columns) and len(out) > 0
@@ -116,11 +120,7 @@ def test_a_trained_model_gets_its_train_statistics_through_the_one_seam(tmp_path
         path = tmp_path / "obs.csv"
         table.to_csv(path, index=False)
         root = tmp_path / "run"
-        cli_main(["fit", "--model.model", "drift_from_train_means", "--data", "tsattn.data.ObservationDataModule",
-                  "--data.data", str(path), *[f"--data.{k}={v}" for k, v in LONG.items()], "--data.origin_stride", "12",
-                  "--data.lookback", "24", "--data.horizon", "12", "--trainer.max_epochs", "1", "--trainer.logger", "false",
-                  "--trainer.enable_progress_bar", "false", "--trainer.default_root_dir", str(root)])
-        g = Forecaster.load(next(root.rglob("*.ckpt")))
+        g = _cli_fit("drift_from_train_means", path, root)
         assert int(g.module.net.train_targets) > 0                                        # set by the CLI's fit, saved
     finally:
         unregister_model("drift_from_train_means")
