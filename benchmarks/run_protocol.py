@@ -54,6 +54,7 @@ import json
 import os
 import pathlib
 import platform
+import re
 import subprocess
 import sys
 import time
@@ -166,7 +167,19 @@ def set_option(config: dict[str, Any], assignment: str) -> None:
             fixed = ".".join(keys[:depth + 1] + ["init_args"] + keys[depth + 1:])
             raise SystemExit(f"--set {assignment!r}: {'.'.join(keys[:depth + 1])!r} takes its arguments under "
                              f"init_args; write --set {fixed}={text}")
-    node[keys[-1]] = yaml.safe_load(text)
+    node[keys[-1]] = yaml_value(text)
+
+
+# a number in exponent form without a point (1e-5): YAML 1.2 reads it as a float, PyYAML (YAML 1.1) as a string
+_EXPONENT_NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
+
+
+def yaml_value(text: str) -> Any:
+    """``text`` read as YAML, except that ``1e-5`` is the float it means, not the string PyYAML makes of it."""
+    value = yaml.safe_load(text)
+    if isinstance(value, str) and _EXPONENT_NUMBER.fullmatch(text.strip()):
+        return float(value)
+    return value
 
 
 # trainer options a resumed run may change: a longer run, another device

@@ -189,6 +189,17 @@ def test_set_option_points_a_class_path_section_at_init_args(benchmark_script):
         rp.set_option(config, "data")
 
 
+def test_set_option_reads_an_exponent_without_a_point_as_a_number(benchmark_script):
+    rp = benchmark_script("run_protocol")
+    config = {"model": {"lr": 1e-3}}
+    for text, value in [("1e-5", 1e-5), ("-2E3", -2000.0), ("3.5e-4", 3.5e-4), (".5e1", 5.0), ("0.001", 0.001)]:
+        rp.set_option(config, f"model.weight_decay={text}")
+        assert isinstance(config["model"]["weight_decay"], float) and config["model"]["weight_decay"] == value
+    for text, value in [("'1e-5'", "1e-5"), ("e5", "e5"), ("onecycle", "onecycle"), ("3", 3)]:
+        rp.set_option(config, f"model.x={text}")             # quoted, not a number, or an int: as YAML reads it
+        assert config["model"]["x"] == value and type(config["model"]["x"]) is type(value)
+
+
 def test_average_best_tests_the_mean_of_the_best_epochs(run_protocol, config, tmp_path):
     record = run_protocol.main(["--config", str(config), "--epochs", "3", "--seed", "3", "--average-best", "2",
                                 "--threads", "1", "--runs-dir", str(tmp_path / "runs"),
