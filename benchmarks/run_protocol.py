@@ -36,9 +36,10 @@ and is what the test reads, and the run's name ends in ``_avg<K>``.
 ``val_mse`` checkpoints go to ``runs/<name>/checkpoints/`` with a ``last.ckpt`` after every epoch, and
 the same command started again continues from that ``last.ckpt`` (weights, optimizer, schedule,
 early-stopping count, best checkpoint and epoch timings; the batches drawn are those of an
-uninterrupted run) instead of starting over. A finished run leaves ``runs/<name>/record.json``; the
-same command with ``--resume`` then prints that record and runs nothing, so a list of runs can simply
-be started again until every one is done. The record says at which epoch a run resumed. The run's name
+uninterrupted run) instead of starting over; a run folder moved or copied since (another checkout, a
+renamed ``--runs-dir``) resumes too, its checkpoint paths pointed at the new place. A finished run
+leaves ``runs/<name>/record.json``; the same command with ``--resume`` then prints that record and runs
+nothing, so a list of runs can simply be started again until every one is done. The record says at which epoch a run resumed. The run's name
 does not spell out every setting (a ``--set model.lr_schedule=onecycle`` variant has the name of the
 run without it), so the folder also keeps ``settings.json``, the configuration after the overrides; a
 ``--resume`` whose settings differ from it (other than ``trainer.max_epochs``, which may grow, and the
@@ -180,6 +181,42 @@ def yaml_value(text: str) -> Any:
     if isinstance(value, str) and _EXPONENT_NUMBER.fullmatch(text.strip()):
         return float(value)
     return value
+
+
+def relocate_checkpoint_paths(last: pathlib.Path) -> bool:
+    """Point the checkpoint callbacks' state in ``last`` (a run's ``last.ckpt``) at the folder it now lies in.
+
+    The state names its files by absolute path. Resumed from a folder that was moved or copied (another
+    checkout, a renamed ``--runs-dir``), Lightning's ``ModelCheckpoint`` would keep only ``best_model_path``,
+    pointing at the old place, and forget the best score, so that the first resumed epoch would become the
+    "best" and the test would read it. The paths are rewritten (the same file written anew, atomically)
+    when they name another folder; returns whether they did."""
+    state = torch.load(last, weights_only=False, map_location="cpu")
+    here = os.path.realpath(last.parent)
+    moved = False
+    for entry in state.get("callbacks", {}).values():
+        before = entry.get("dirpath") if isinstance(entry, dict) else None
+        if not isinstance(before, str) or before == here:
+            continue
+
+        def move(path: Any) -> Any:
+            if isinstance(path, str) and path.startswith(before + os.sep):
+                return here + path[len(before):]
+            return path
+
+        entry["dirpath"] = here
+        for key in ("best_model_path", "kth_best_model_path", "last_model_path"):
+            if key in entry:
+                entry[key] = move(entry[key])
+        if isinstance(entry.get("best_k_models"), dict):
+            entry["best_k_models"] = {move(k): v for k, v in entry["best_k_models"].items()}
+        moved = True
+    if moved:
+        tmp = last.with_name(last.name + ".relocating")
+        torch.save(state, tmp)
+        os.replace(tmp, last)
+        print(f"{last}: its checkpoint paths now name {here} (the run's folder was moved or copied)")
+    return moved
 
 
 # trainer options a resumed run may change: a longer run, another device
@@ -332,6 +369,8 @@ def main(argv: Optional[Sequence[str]] = None) -> dict[str, Any]:
     config = add_run_plumbing(config, run_dir, resumable=args.resume)
     last = run_dir / "checkpoints" / "last.ckpt"
     resume_from = last if args.resume and last.is_file() else None
+    if resume_from is not None:
+        relocate_checkpoint_paths(resume_from)
     finished = run_dir / "record.json"
     if args.resume and finished.is_file():
         record = json.loads(finished.read_text())

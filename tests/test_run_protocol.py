@@ -115,11 +115,8 @@ def test_resume_refuses_a_folder_of_other_settings(run_protocol, config, tmp_pat
     assert run_protocol.main([*common, "--epochs", "2"])["resumed_at_epoch"] == 1
 
 
-def test_last_checkpoint_holds_every_epoch_improved_or_not(run_protocol, tmp_path):
-    """With --resume, last.ckpt is the latest epoch's state even when validation did not improve (here the
-    rate is 0: the weights never move, so only the first epoch is a best), so a resumed run repeats nothing."""
-    import torch
-
+def _tiny_irregular_config(tmp_path, lr: float):
+    """A config of the irregular model on two small synthetic series, 2 training batches an epoch."""
     rng = np.random.default_rng(0)
     t = np.concatenate([np.sort(rng.choice(480, size=160, replace=False)) for _ in range(2)]).astype(float)
     pd.DataFrame({"id": np.repeat(["a", "b"], 160), "time": t, "x": rng.standard_normal(320)}).to_csv(
@@ -128,12 +125,21 @@ def test_last_checkpoint_holds_every_epoch_improved_or_not(run_protocol, tmp_pat
     config.write_text(yaml.safe_dump({
         "seed_everything": 1,
         "trainer": {"max_epochs": 3, "limit_train_batches": 2, "accelerator": "cpu"},
-        "model": {"model": "irregular", "lr": 0.0, "lr_schedule": "constant",
+        "model": {"model": "irregular", "lr": lr, "lr_schedule": "constant",
                   "model_kwargs": {"d_model": 8, "n_heads": 2, "n_layers": 1, "d_ff": 16, "dropout": 0.0}},
         "data": {"class_path": "tsattn.data.ObservationDataModule",
                  "init_args": {"data": str(tmp_path / "obs.csv"), "id_column": "id", "time_column": "time",
                                "lookback": 24.0, "horizon": 12.0, "origin_stride": 12.0,
                                "batch_size": 4}}}))
+    return config
+
+
+def test_last_checkpoint_holds_every_epoch_improved_or_not(run_protocol, tmp_path):
+    """With --resume, last.ckpt is the latest epoch's state even when validation did not improve (here the
+    rate is 0: the weights never move, so only the first epoch is a best), so a resumed run repeats nothing."""
+    import torch
+
+    config = _tiny_irregular_config(tmp_path, lr=0.0)
     record = run_protocol.main(["--config", str(config), "--threads", "1", "--resume", "--no-test",
                                 "--runs-dir", str(tmp_path / "runs"), "--out", str(tmp_path / "runs.jsonl")])
     assert record["epochs_run"] == 3 and record["best_epoch"] == 1            # counted from 1: the first
@@ -141,6 +147,26 @@ def test_last_checkpoint_holds_every_epoch_improved_or_not(run_protocol, tmp_pat
     assert last["epoch"] == 2 and last["global_step"] == record["train_steps"]
     assert sorted(p.name for p in (tmp_path / "runs" / record["name"] / "checkpoints").iterdir()) == \
         ["epoch=0-step=2.ckpt", "last.ckpt"]
+
+
+def test_resume_of_a_moved_folder_keeps_its_best_epoch(run_protocol, tmp_path):
+    """A run's folder moved between sittings (another checkout, a renamed --runs-dir) resumes with its best
+    checkpoint and score: the rate is 0, so every epoch ties with the first and only the first is a best;
+    without the relocation the first resumed epoch became the best and the test read it."""
+    config = _tiny_irregular_config(tmp_path, lr=0.0)
+    common = ["--config", str(config), "--threads", "1", "--resume", "--no-test"]
+    first = run_protocol.main([*common, "--epochs", "1", "--runs-dir", str(tmp_path / "a"),
+                               "--out", str(tmp_path / "runs.jsonl")])
+    (tmp_path / "a" / first["name"] / "record.json").unlink()          # interrupted before its record
+    (tmp_path / "a").rename(tmp_path / "b")
+    resumed = run_protocol.main([*common, "--epochs", "3", "--runs-dir", str(tmp_path / "b"),
+                                 "--out", str(tmp_path / "runs.jsonl")])
+    assert resumed["resumed_at_epoch"] == 1 and resumed["epochs_run"] == 3
+    assert resumed["best_epoch"] == 1 and resumed["best_val_mse"] == pytest.approx(first["best_val_mse"])
+    assert sorted(p.name for p in (tmp_path / "b" / first["name"] / "checkpoints").iterdir()) == \
+        ["epoch=0-step=2.ckpt", "last.ckpt"]
+    # a folder in place is left as it is
+    assert not run_protocol.relocate_checkpoint_paths(tmp_path / "b" / first["name"] / "checkpoints" / "last.ckpt")
 
 
 def test_ema_validates_and_tests_the_averaged_weights(run_protocol, config, tmp_path):
