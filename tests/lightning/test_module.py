@@ -109,6 +109,27 @@ def test_type3_schedule_matches_patchtst(tmp_path, frame, tiny):
     assert per_epoch == pytest.approx([1e-3, 1e-3, 1e-3, 1e-3, 9e-4, 8.1e-4, 7.29e-4], rel=1e-12)
 
 
+@pytest.mark.parametrize("optimizer", ["adam", "adamw"])
+def test_weight_decay_of_adam_and_adamw(frame, tiny, optimizer):
+    """One step with a zero gradient: Adam's L2 term is a gradient of weight_decay * w, which its normalised
+    step turns into about lr per weight; AdamW shrinks each weight by lr * weight_decay * w."""
+    dm = CSVDataModule(frame, 48, 12, batch_size=64, seed=0)
+    module = module_for(dm, tiny, lr=1e-2, lr_schedule="constant", weight_decay=0.1, optimizer=optimizer)
+    opt = module.configure_optimizers()
+    before = [p.detach().clone() for p in module.parameters()]
+    for p in module.parameters():
+        p.grad = torch.zeros_like(p)
+    opt.step()
+    w, w0 = torch.cat([p.detach().flatten() for p in module.parameters()]), torch.cat([b.flatten() for b in before])
+    moved = w0.abs() > 1e-3          # (Adam's eps makes the step of a tinier weight's gradient smaller)
+    if optimizer == "adamw":
+        assert torch.allclose(w, w0 * (1 - 1e-2 * 0.1), rtol=1e-6, atol=0)
+    else:
+        assert torch.allclose((w0 - w)[moved], 1e-2 * torch.sign(w0[moved]), rtol=1e-3)
+    with pytest.raises(ValueError, match="`optimizer` must be one of"):
+        module_for(dm, tiny, optimizer="sgd")
+
+
 def test_onecycle_schedule_steps_per_batch(tmp_path, frame, tiny):
     dm = CSVDataModule(frame, 48, 12, batch_size=64, seed=0)
     module = module_for(dm, tiny, lr=1e-3, lr_schedule="onecycle", pct_start=0.4)

@@ -27,6 +27,7 @@ from ..tasks.quantiles import QuantileSpec, quantiles_from
 LOSSES = ("mse", "mae", "huber", "pinball")
 LR_SCHEDULES = ("type3", "onecycle", "constant")
 LOSS_REDUCTIONS = ("variable", "point", "dataset")
+OPTIMIZERS = ("adam", "adamw")
 
 
 def type3_factor(epoch: int) -> float:
@@ -70,7 +71,10 @@ class ForecastModule(pl.LightningModule):
             where ``"variable"`` gives a variable seen in few batches less than its share; the
             counts come from the data module when the fit sets up).
         lr: Adam learning rate.
-        weight_decay: Adam weight decay.
+        weight_decay: the weight decay of the optimizer.
+        optimizer: ``"adam"`` (Adam; ``weight_decay`` adds an L2 term to the gradient, scaled by Adam's
+            step like the rest of it) or ``"adamw"`` (AdamW: each step shrinks every weight by
+            ``lr * weight_decay``, apart from the gradient's step).
         lr_schedule: ``"type3"`` (PatchTST's ETT schedule: the base rate in epochs 0-3, then x0.9
             per epoch: 0.9x in epoch 4, 0.81x in epoch 5, ...), ``"onecycle"`` (per step, PatchTST's
             ``TST``), or ``"constant"``.
@@ -103,6 +107,7 @@ class ForecastModule(pl.LightningModule):
         loss_reduction: str = "variable",
         lr: float = 1e-4,
         weight_decay: float = 0.0,
+        optimizer: str = "adam",
         lr_schedule: str = "type3",
         pct_start: float = 0.3,
         compile: bool = False,
@@ -116,7 +121,8 @@ class ForecastModule(pl.LightningModule):
             raise ValueError("loss='pinball' trains quantiles: give quantiles=[...] (or levels=[...]), or another loss")
         for name, value, choices in (("attention", attention, ATTENTIONS), ("sink", sink, SINKS),
                                      ("loss", loss, LOSSES), ("lr_schedule", lr_schedule, LR_SCHEDULES),
-                                     ("loss_reduction", loss_reduction, LOSS_REDUCTIONS)):
+                                     ("loss_reduction", loss_reduction, LOSS_REDUCTIONS),
+                                     ("optimizer", optimizer, OPTIMIZERS)):
             if value not in choices:
                 raise ValueError(f"`{name}` must be one of {choices}, got {value!r}")
         if target_index is not None:
@@ -341,7 +347,9 @@ class ForecastModule(pl.LightningModule):
                       {"params": tails, "lr": lr * QuantileHead.TAIL_LR_SCALE}]
         else:
             params = self.parameters()
-        opt = torch.optim.Adam(params, lr=lr, weight_decay=self.hparams.weight_decay)
+        # hparams saved before the option existed read as Adam
+        decoupled = self.hparams.get("optimizer", "adam") == "adamw"
+        opt = torch.optim.Adam(params, lr=lr, weight_decay=self.hparams.weight_decay, decoupled_weight_decay=decoupled)
         schedule = self.hparams.lr_schedule
         if schedule == "constant":
             return opt
