@@ -70,7 +70,7 @@ class ForecastModule(pl.LightningModule):
             loss is the metric's mean over variables of per-variable means on the training split,
             where ``"variable"`` gives a variable seen in few batches less than its share; the
             counts come from the data module when the fit sets up).
-        lr: Adam learning rate.
+        lr: the learning rate.
         weight_decay: the weight decay of the optimizer.
         optimizer: ``"adam"`` (Adam; ``weight_decay`` adds an L2 term to the gradient, scaled by Adam's
             step like the rest of it) or ``"adamw"`` (AdamW: each step shrinks every weight by
