@@ -39,8 +39,8 @@ early-stopping count, best checkpoint and epoch timings; the batches drawn are t
 uninterrupted run) instead of starting over; a run folder moved or copied since (another checkout, a
 renamed ``--runs-dir``) resumes too, its checkpoint paths pointed at the new place. A finished run
 leaves ``runs/<name>/record.json``; the same command with ``--resume`` then prints that record and runs
-nothing, so a list of runs can simply be started again until every one is done. The record says at which epoch a run resumed. The run's name
-does not spell out every setting (a ``--set model.lr_schedule=onecycle`` variant has the name of the
+nothing, so a list of runs can simply be started again until every one is done. The record says at
+which epoch a run resumed. The run's name does not spell out every setting (a ``--set model.lr_schedule=onecycle`` variant has the name of the
 run without it), so the folder also keeps ``settings.json``, the configuration after the overrides; a
 ``--resume`` whose settings differ from it (other than ``trainer.max_epochs``, which may grow, and the
 accelerator and devices) is refused with the keys that differ, before anything is trained or printed as
@@ -183,6 +183,13 @@ def yaml_value(text: str) -> Any:
     return value
 
 
+def _moved_path(path: Any, before: str, here: str) -> Any:
+    """``path`` under folder ``before`` -> the same path under ``here``; anything else as it is."""
+    if isinstance(path, str) and path.startswith(before + os.sep):
+        return here + path[len(before):]
+    return path
+
+
 def relocate_checkpoint_paths(last: pathlib.Path) -> bool:
     """Point the checkpoint callbacks' state in ``last`` (a run's ``last.ckpt``) at the folder it now lies in.
 
@@ -198,18 +205,12 @@ def relocate_checkpoint_paths(last: pathlib.Path) -> bool:
         before = entry.get("dirpath") if isinstance(entry, dict) else None
         if not isinstance(before, str) or before == here:
             continue
-
-        def move(path: Any) -> Any:
-            if isinstance(path, str) and path.startswith(before + os.sep):
-                return here + path[len(before):]
-            return path
-
         entry["dirpath"] = here
         for key in ("best_model_path", "kth_best_model_path", "last_model_path"):
             if key in entry:
-                entry[key] = move(entry[key])
+                entry[key] = _moved_path(entry[key], before, here)
         if isinstance(entry.get("best_k_models"), dict):
-            entry["best_k_models"] = {move(k): v for k, v in entry["best_k_models"].items()}
+            entry["best_k_models"] = {_moved_path(k, before, here): v for k, v in entry["best_k_models"].items()}
         moved = True
     if moved:
         tmp = last.with_name(last.name + ".relocating")
@@ -369,14 +370,14 @@ def main(argv: Optional[Sequence[str]] = None) -> dict[str, Any]:
     config = add_run_plumbing(config, run_dir, resumable=args.resume)
     last = run_dir / "checkpoints" / "last.ckpt"
     resume_from = last if args.resume and last.is_file() else None
-    if resume_from is not None:
-        relocate_checkpoint_paths(resume_from)
     finished = run_dir / "record.json"
     if args.resume and finished.is_file():
         record = json.loads(finished.read_text())
         print(f"{name}: finished before (runs nothing; its record is in {args.out} and {finished})")
         print(json.dumps(record, indent=1))
         return record
+    if resume_from is not None:
+        relocate_checkpoint_paths(resume_from)
 
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "settings.json").write_text(json.dumps(settings, indent=1) + "\n")
