@@ -40,11 +40,11 @@ uninterrupted run) instead of starting over; a run folder moved or copied since 
 renamed ``--runs-dir``) resumes too, its checkpoint paths pointed at the new place. A finished run
 leaves ``runs/<name>/record.json``; the same command with ``--resume`` then prints that record and runs
 nothing, so a list of runs can simply be started again until every one is done. The record says at
-which epoch a run resumed. The run's name does not spell out every setting (a ``--set model.lr_schedule=onecycle`` variant has the name of the
-run without it), so the folder also keeps ``settings.json``, the configuration after the overrides; a
-``--resume`` whose settings differ from it (other than ``trainer.max_epochs``, which may grow, and the
-accelerator and devices) is refused with the keys that differ, before anything is trained or printed as
-finished.
+which epoch a run resumed. The run's name does not spell out every setting (a ``--set
+model.lr_schedule=onecycle`` variant has the name of the run without it), so the folder also keeps
+``settings.json``, the configuration after the overrides; a ``--resume`` whose settings differ from it
+(other than ``trainer.max_epochs``, which may grow, and the accelerator and devices) is refused with the
+keys that differ, before anything is trained or printed as finished.
 """
 from __future__ import annotations
 
@@ -190,15 +190,15 @@ def _moved_path(path: Any, before: str, here: str) -> Any:
     return path
 
 
-def relocate_checkpoint_paths(last: pathlib.Path) -> bool:
-    """Point the checkpoint callbacks' state in ``last`` (a run's ``last.ckpt``) at the folder it now lies in.
+def relocate_checkpoint_paths(last: pathlib.Path, state: dict[str, Any]) -> bool:
+    """Point the checkpoint callbacks' state in ``last`` (a run's ``last.ckpt``, read as ``state``) at the
+    folder it now lies in.
 
     The state names its files by absolute path. Resumed from a folder that was moved or copied (another
     checkout, a renamed ``--runs-dir``), Lightning's ``ModelCheckpoint`` would keep only ``best_model_path``,
     pointing at the old place, and forget the best score, so that the first resumed epoch would become the
     "best" and the test would read it. The paths are rewritten (the same file written anew, atomically)
     when they name another folder; returns whether they did."""
-    state = torch.load(last, weights_only=False, map_location="cpu")
     here = os.path.realpath(last.parent)
     moved = False
     for entry in state.get("callbacks", {}).values():
@@ -376,8 +376,12 @@ def main(argv: Optional[Sequence[str]] = None) -> dict[str, Any]:
         print(f"{name}: finished before (runs nothing; its record is in {args.out} and {finished})")
         print(json.dumps(record, indent=1))
         return record
+    resumed_at = None
     if resume_from is not None:
-        relocate_checkpoint_paths(resume_from)
+        state = torch.load(resume_from, weights_only=False, map_location="cpu")
+        resumed_at = int(state["epoch"]) + 1
+        relocate_checkpoint_paths(resume_from, state)
+        del state
 
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "settings.json").write_text(json.dumps(settings, indent=1) + "\n")
@@ -387,8 +391,6 @@ def main(argv: Optional[Sequence[str]] = None) -> dict[str, Any]:
     checkpoints = [c for c in trainer.callbacks if isinstance(c, ModelCheckpoint)]
     checkpoint = next((c for c in checkpoints if c.monitor == "val_mse"), checkpoints[0])
     stop = next((c for c in trainer.callbacks if isinstance(c, EarlyStopping)), None)
-    resumed_at = None if resume_from is None else int(torch.load(resume_from, weights_only=False,
-                                                                     map_location="cpu")["epoch"]) + 1
     start = time.perf_counter()
     trainer.fit(module, datamodule=dm, ckpt_path=None if resume_from is None else str(resume_from))
     fit_seconds = time.perf_counter() - start

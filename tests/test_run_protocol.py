@@ -153,6 +153,8 @@ def test_resume_of_a_moved_folder_keeps_its_best_epoch(run_protocol, tmp_path):
     """A run's folder moved between sittings (another checkout, a renamed --runs-dir) resumes with its best
     checkpoint and score: the rate is 0, so every epoch ties with the first and only the first is a best;
     without the relocation the first resumed epoch became the best and the test read it."""
+    import torch
+
     config = _tiny_irregular_config(tmp_path, lr=0.0)
     common = ["--config", str(config), "--threads", "1", "--resume", "--no-test"]
     first = run_protocol.main([*common, "--epochs", "1", "--runs-dir", str(tmp_path / "a"),
@@ -166,7 +168,8 @@ def test_resume_of_a_moved_folder_keeps_its_best_epoch(run_protocol, tmp_path):
     assert sorted(p.name for p in (tmp_path / "b" / first["name"] / "checkpoints").iterdir()) == \
         ["epoch=0-step=2.ckpt", "last.ckpt"]
     # a folder in place is left as it is
-    assert not run_protocol.relocate_checkpoint_paths(tmp_path / "b" / first["name"] / "checkpoints" / "last.ckpt")
+    last = tmp_path / "b" / first["name"] / "checkpoints" / "last.ckpt"
+    assert not run_protocol.relocate_checkpoint_paths(last, torch.load(last, weights_only=False))
 
 
 def test_ema_validates_and_tests_the_averaged_weights(run_protocol, config, tmp_path):

@@ -347,9 +347,8 @@ class ForecastModule(pl.LightningModule):
                       {"params": tails, "lr": lr * QuantileHead.TAIL_LR_SCALE}]
         else:
             params = self.parameters()
-        # hparams saved before the option existed read as Adam
-        decoupled = self.hparams.get("optimizer", "adam") == "adamw"
-        opt = torch.optim.Adam(params, lr=lr, weight_decay=self.hparams.weight_decay, decoupled_weight_decay=decoupled)
+        opt = torch.optim.Adam(params, lr=lr, weight_decay=self.hparams.weight_decay,
+                               decoupled_weight_decay=self.hparams.optimizer == "adamw")
         schedule = self.hparams.lr_schedule
         if schedule == "constant":
             return opt
