@@ -151,6 +151,84 @@ def test_residual_start_mean_starts_every_query_at_the_last_observation_baseline
         IrregularTransformer(V, residual=True, residual_start="median")
 
 
+def test_variable_scales_are_medians_and_median_absolute_deviations():
+    """``variable_scales``: per variable, the median of its history values, their median absolute deviation
+    (the mean absolute deviation where that is 0, 1 for a constant or unseen variable), and the same spread of
+    its changes since the history's last value (its value spread where no target follows a seen value)."""
+    from tsattn.models.value_scales import variable_scales
+
+    def batch(x, y):                                     # x, y: lists of (time, variable, value) for one series
+        cols = lambda rows, i, dt: torch.tensor([[r[i] for r in rows]], dtype=dt)
+        return dict(x_time=cols(x, 0, torch.float64), x_var=cols(x, 1, torch.long), x_value=cols(x, 2, torch.float64),
+                    x_mask=torch.ones(1, len(x), dtype=torch.bool), y_time=cols(y, 0, torch.float64),
+                    y_var=cols(y, 1, torch.long), y_value=cols(y, 2, torch.float64),
+                    y_mask=torch.ones(1, len(y), dtype=torch.bool))
+
+    # variable 0: values 1, 2, 4, 10 over two series (torch's lower median 2, |dev| 1, 0, 2, 8 -> MAD 1); changes: series 1's
+    # last value is 2 (time -1, not 1 at -3), its targets 5 and 1 -> changes 3, -1; series 2's last 10, target 10
+    # -> 0: median |change| of (3, 1, 0) is 1. Variable 1: constant 7 -> spread 1; one target 7 -> changes all 0:
+    # mean 0 -> step = spread. Variable 2: targets only -> center 0, spread 1, step 1. Variable 3: 0, 0, 0, 6 ->
+    # MAD 0 -> mean absolute deviation 1.5; no target -> step = spread.
+    batches = [batch([(-3, 0, 1.0), (-1, 0, 2.0), (-2, 1, 7.0), (-1, 3, 0.0), (-0.5, 3, 0.0)],
+                     [(1, 0, 5.0), (2, 0, 1.0), (1, 1, 7.0), (1, 2, 3.0)]),
+               batch([(-5, 0, 4.0), (-1, 0, 10.0), (-1, 3, 0.0), (-2, 3, 6.0)], [(3, 0, 10.0)])]
+    center, spread, step = variable_scales(batches, 4)
+    torch.testing.assert_close(center, torch.tensor([2.0, 7.0, 0.0, 0.0], dtype=torch.float64))
+    torch.testing.assert_close(spread, torch.tensor([1.0, 1.0, 1.0, 1.5], dtype=torch.float64))
+    torch.testing.assert_close(step, torch.tensor([1.0, 1.0, 1.0, 1.5], dtype=torch.float64))
+
+
+@pytest.mark.parametrize("attention,residual", list(itertools.product(ATTENTIONS, [True, False])))
+def test_value_norm_variable_forecasts_each_variable_on_its_own_scale(attention, residual):
+    """``value_norm="variable"``: scale and shift each variable's values (and fit the statistics again) and the
+    forecasts of the same weights scale and shift with them (residual: the queries of variables the history
+    showed; plain: every query), which the data-scale model does not do; untrained with ``residual``, the
+    forecast is still the last observation; the buffers are saved, and absent without the option."""
+    from tsattn.models.baselines import LastObservation
+
+    a = torch.tensor([1.0, 1e-3, 50.0, 2.0, 0.2], dtype=torch.float64)           # per variable
+    b = torch.tensor([0.0, 3.0, -2.0, 0.5, 1.0], dtype=torch.float64)
+    g = torch.Generator().manual_seed(5)
+
+    def with_targets(batch, transform=False):
+        y_value = torch.randn(batch["y_time"].shape, generator=torch.Generator().manual_seed(9), dtype=torch.float64)
+        batch = dict(batch, y_value=y_value)
+        if transform:
+            for part in ("x", "y"):
+                batch[f"{part}_value"] = a[batch[f"{part}_var"]] * batch[f"{part}_value"] + b[batch[f"{part}_var"]]
+        return batch
+
+    plain_batch = observation_batch(dtype=torch.float64)
+    for model_kw in (dict(value_norm="variable"), {}):
+        model = build(attention, residual=residual, **model_kw)
+        if residual:                                        # untrained: the last observation, as without the option
+            model.fit_statistics([with_targets(plain_batch)])
+            last = LastObservation(V).double()(**plain_batch)
+            observed = torch.stack([torch.isin(plain_batch["y_var"][i], plain_batch["x_var"][i][plain_batch["x_mask"][i]])
+                                    for i in range(plain_batch["y_var"].shape[0])])
+            torch.testing.assert_close(model(**plain_batch)[observed & plain_batch["y_mask"]],
+                                       last[observed & plain_batch["y_mask"]], rtol=1e-15, atol=0.0)
+        with torch.no_grad():
+            for p in model.head.parameters():
+                p.normal_(generator=g)
+        outs = []
+        for transform in (False, True):
+            batch = with_targets(observation_batch(dtype=torch.float64), transform)
+            model.fit_statistics([batch])
+            outs.append(model(**{k: v for k, v in batch.items() if k != "y_value"}))
+        query = plain_batch["y_mask"] & (observed if residual else True)
+        y_var = plain_batch["y_var"]
+        moved = a[y_var] * outs[0] + b[y_var]
+        if model_kw:
+            torch.testing.assert_close(outs[1][query], moved[query], rtol=1e-9, atol=1e-9)
+            assert {"value_center", "value_spread", "value_step"} <= set(model.state_dict())
+        else:
+            assert (outs[1] - moved)[query].abs().max() > 1e-2
+            assert "value_center" not in model.state_dict()
+    with pytest.raises(ValueError, match="value_norm"):
+        IrregularTransformer(V, value_norm="robust")
+
+
 def test_drop_history_drops_observations_or_whole_variables_at_their_rates():
     from tsattn.models.irregular import drop_history
 

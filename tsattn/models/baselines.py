@@ -29,7 +29,7 @@ from torch import Tensor, nn
 
 from .registry import register_model
 
-__all__ = ["LastObservation", "Naive", "SeasonalNaive", "VariableMean", "WindowMean", "variable_means"]
+__all__ = ["LastObservation", "Naive", "SeasonalNaive", "VariableMean", "WindowMean", "last_values", "variable_means"]
 
 
 def variable_means(batches: Iterable[dict[str, Tensor]], n_variables: int) -> Tensor:
@@ -45,6 +45,21 @@ def variable_means(batches: Iterable[dict[str, Tensor]], n_variables: int) -> Te
             total += torch.bincount(var, weights=batch[f"{part}_value"][mask].double(), minlength=n_variables)
             count += torch.bincount(var, minlength=n_variables).double()
     return torch.where(count > 0, total / count.clamp_min(1), 0.0)
+
+
+def last_values(x_time: Tensor, x_var: Tensor, x_value: Tensor, x_mask: Tensor, n_variables: int
+                ) -> tuple[Tensor, Tensor]:
+    """Each series' last observed value of every variable in a history batch (``IrregularTransformer.forward``'s
+    ``x_*`` [B, Nx]) -> (values [B, V] float64, 0 where never observed; seen [B, V] bool)."""
+    B, V = x_time.shape[0], n_variables
+    key = x_var.long()
+    times = torch.where(x_mask, x_time.double(), -torch.inf)                     # [B, Nx]
+    last_time = torch.full((B, V), -torch.inf, dtype=torch.float64, device=x_time.device)
+    last_time.scatter_reduce_(1, key, times, reduce="amax")                      # latest time per variable
+    is_last = x_mask & (times == last_time.gather(1, key))                       # the observation made then
+    values = torch.zeros(B, V + 1, dtype=torch.float64, device=x_time.device)    # column V: a bin for the rest
+    values.scatter_(1, torch.where(is_last, key, V), torch.where(is_last, x_value.double(), 0.0))
+    return values[:, :V], torch.isfinite(last_time)
 
 
 @register_model("variable_mean", task="observations", trainable=False)
@@ -86,15 +101,8 @@ class LastObservation(VariableMean):
 
     def forward(self, x_time: Tensor, x_var: Tensor, x_value: Tensor, x_mask: Tensor, y_time: Tensor,
                 y_var: Tensor, y_mask: Optional[Tensor] = None, static: Optional[Tensor] = None) -> Tensor:
-        B, V = x_time.shape[0], self.n_variables
-        key = x_var.long()
-        times = torch.where(x_mask, x_time.double(), -torch.inf)                     # [B, Nx]
-        last_time = torch.full((B, V), -torch.inf, dtype=torch.float64, device=x_time.device)
-        last_time.scatter_reduce_(1, key, times, reduce="amax")                      # latest time per variable
-        is_last = x_mask & (times == last_time.gather(1, key))                       # the observation made then
-        values = torch.zeros(B, V + 1, dtype=torch.float64, device=x_time.device)    # column V: a bin for the rest
-        values.scatter_(1, torch.where(is_last, key, V), torch.where(is_last, x_value.double(), 0.0))
-        last_value = torch.where(torch.isfinite(last_time), values[:, :V], self.mean.double())
+        values, seen = last_values(x_time, x_var, x_value, x_mask, self.n_variables)
+        last_value = torch.where(seen, values, self.mean.double())
         out = last_value.gather(1, y_var.long()).to(y_time.dtype)
         return out if y_mask is None else torch.where(y_mask, out, 0.0)
 

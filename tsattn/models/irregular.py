@@ -71,6 +71,7 @@ from ..nn import Dropout, FeedForward, MultiHeadAttention
 from .baselines import variable_means
 from .patchtst import check_quantile_count, quantile_head
 from .registry import register_model
+from .value_scales import check_value_norm, variable_scales
 
 RESIDUAL_STARTS = ("zero", "mean")
 
@@ -368,6 +369,11 @@ class IrregularTransformer(nn.Module):
             augmentation; ``drop_history``). 0: off (the model as before).
         history_variable_dropout: in training only, drop a series' whole history of a variable with this
             probability, so that its targets are learnt as first values. 0: off.
+        value_norm: "none" (values read and forecast on the data's scale: the model as before) or "variable":
+            each variable on its own scale (``tsattn.models.value_scales``): the model reads a value as
+            ``(value - center) / spread`` of its variable, and the head's output is a step of that variable's
+            typical change (with ``residual``; of its spread for a variable the history never showed, and
+            without ``residual``, around its center). Buffers set when a fit starts (``fit_statistics``).
     """
 
     def __init__(
@@ -398,6 +404,7 @@ class IrregularTransformer(nn.Module):
         residual_start: str = "zero",
         history_dropout: float = 0.0,
         history_variable_dropout: float = 0.0,
+        value_norm: str = "none",
     ) -> None:
         super().__init__()
         check_quantile_count(n_quantiles)
@@ -465,13 +472,23 @@ class IrregularTransformer(nn.Module):
         self.register_buffer("start_value", torch.zeros(n_variables) if residual_start == "mean" else None)
         self.history_dropout, self.history_variable_dropout = _check_rates(
             history_dropout=history_dropout, history_variable_dropout=history_variable_dropout)
+        self.value_norm = check_value_norm(value_norm)       # "variable": buffers set by fit_statistics
+        scales = value_norm == "variable"
+        self.register_buffer("value_center", torch.zeros(n_variables) if scales else None)
+        self.register_buffer("value_spread", torch.ones(n_variables) if scales else None)
+        self.register_buffer("value_step", torch.ones(n_variables) if scales else None)
 
     def fit_statistics(self, loader: Iterable[dict[str, Tensor]], **facts: Any) -> None:
         """What the model takes from the fit's train samples (``Task.fit_statistics`` calls it): with
         ``residual_start="mean"``, each variable's mean over ``loader``'s batches (the last-observation
-        forecast's value for a variable never observed); otherwise nothing, and ``loader`` is not read."""
+        forecast's value for a variable never observed); with ``value_norm="variable"``, each variable's
+        center, spread and step (``variable_scales``); otherwise nothing, and ``loader`` is not read."""
         if self.start_value is not None:
             self.start_value.copy_(variable_means(loader, self.n_variables).to(self.start_value))
+        if self.value_center is not None:
+            for buffer, value in zip((self.value_center, self.value_spread, self.value_step),
+                                     variable_scales(loader, self.n_variables)):
+                buffer.copy_(value.to(buffer))
 
     @staticmethod
     def _patch_index(time: Tensor, length: float) -> Tensor:
@@ -603,13 +620,17 @@ class IrregularTransformer(nn.Module):
         order, key, rank, counts = _group(keys, x_mask, B * V)
         var_flat, time_flat = x_var.reshape(-1)[order].long(), x_time.reshape(-1)[order]
         value_flat = x_value.reshape(-1)[order].to(dtype)
-        tokens_flat = self.value_embedding(value_flat[:, None]) + self.variable_embedding(var_flat)   # [E, d]
-        last = x_time.new_zeros(B * V, 2)                                                 # value, time
+        read_flat = value_flat                                                            # what the model reads
+        if self.value_center is not None:
+            read_flat = (value_flat - self.value_center[var_flat]) / self.value_spread[var_flat]
+        tokens_flat = self.value_embedding(read_flat[:, None]) + self.variable_embedding(var_flat)    # [E, d]
+        last = x_time.new_zeros(B * V, 3)                                  # value, time, value as read
         if order.numel():
             end = torch.cumsum(counts, 0) - 1                                               # last element of a key
             seen = torch.nonzero(counts > 0).squeeze(1)
             last[seen, 0] = value_flat[end[seen]]
             last[seen, 1] = time_flat[end[seen]]
+            last[seen, 2] = read_flat[end[seen]]
             if self.token_length is not None:                  # the knots pooled into patch tokens
                 tokens_flat, key, rank, counts, time_flat = self._pool_tokens(tokens_flat, key, time_flat, B * V)
                 var_flat = key % V
@@ -653,8 +674,9 @@ class IrregularTransformer(nn.Module):
         q_time = y_time.reshape(-1)[q_order]
         has = (counts[q_key] > 0).float()
         q_last = last[q_key]                                                              # [Q, 2]
-        last_features = torch.stack([q_last[:, 0], (q_time - q_last[:, 1]) * has, has], dim=1)     # [Q, 3]
-        q_flat = (self.variable_embedding(y_var.reshape(-1)[q_order].long())
+        last_features = torch.stack([q_last[:, 2], (q_time - q_last[:, 1]) * has, has], dim=1)     # [Q, 3]
+        q_var = y_var.reshape(-1)[q_order].long()                                          # [Q]
+        q_flat = (self.variable_embedding(q_var)
                   + self.query_state(state.reshape(B * V, d)[q_key])
                   + self.query_time(q_time) + self.query_last(last_features))            # [Q, d]
 
@@ -702,8 +724,14 @@ class IrregularTransformer(nn.Module):
             if self.series_cross is not None:          # then every query reads all of its series' history
                 x = self._read_series(self.series_cross[layer], x, q_order, y_time, *series)
         out_flat = self.head(self.norm_out(x))                                            # [Q, 1 or n_quantiles]
+        if self.value_center is not None:      # each variable's forecast in its own steps (value_scales)
+            scale = torch.where(has > 0, self.value_step[q_var], self.value_spread[q_var]) if self.residual \
+                else self.value_spread[q_var]
+            out_flat = out_flat * scale[:, None]
+            if not self.residual:
+                out_flat = out_flat + self.value_center[q_var][:, None]
         if self.residual:
-            out_flat = out_flat + _residual_start(q_last[:, :1], has, self.start_value, y_var.reshape(-1)[q_order])
+            out_flat = out_flat + _residual_start(q_last[:, :1], has, self.start_value, q_var)
         width = out_flat.shape[1]
         out = y_time.new_zeros(y_time.numel(), width)
         out[q_order] = out_flat

@@ -1,0 +1,79 @@
+"""Per-variable value scales of an observation model (``IrregularTransformer(value_norm="variable")``).
+
+A dataset scaled once for all variables (PhysioNet's protocol: min-max over the seen stays) leaves a
+variable whose range holds a few data-entry values (pH up to 734.6, WBC) with a spread of ~1e-4 in scaled
+units, and one whose value barely changes within a stay (Weight) with changes much smaller than its spread
+across stays. A model that reads every value through one embedding and writes every forecast through one
+head then sees such a variable as a constant, and its forecasts move by steps of the head's size, not the
+variable's. ``variable_scales`` measures, per variable on the fit's train samples:
+
+- ``center``: the median of its history observations;
+- ``spread``: the median absolute deviation of its history observations from that median (the mean
+  absolute deviation where that is 0, 1 where both are: a constant variable, or one never observed);
+- ``step``: the same spread of its changes, a target's value minus the last value of its variable in the
+  sample's history (targets of variables the history showed; ``spread`` where there are none).
+
+Both deviations are robust to the data-entry values that set a min-max range. The model reads
+``(value - center) / spread`` and forecasts ``last value + step * head`` (``spread * head`` for a variable
+the history never showed): each variable's inputs and forecast steps on its own scale.
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+import torch
+from torch import Tensor
+
+from .baselines import last_values
+
+VALUE_NORMS = ("none", "variable")
+
+__all__ = ["VALUE_NORMS", "check_value_norm", "variable_scales"]
+
+
+def check_value_norm(value_norm: str) -> str:
+    if value_norm not in VALUE_NORMS:
+        raise ValueError(f"`value_norm` must be one of {VALUE_NORMS}, got {value_norm!r}")
+    return value_norm
+
+
+def _spread(values: Tensor, center: Tensor) -> Tensor:
+    """The median absolute deviation of ``values`` [N] from ``center`` (the mean absolute deviation where that
+    is 0; 0 when both are, or when there are no values)."""
+    if values.numel() == 0:
+        return values.new_zeros(())
+    deviation = (values - center).abs()
+    mad = deviation.median()
+    return mad if mad > 0 else deviation.mean()
+
+
+def variable_scales(batches: Iterable[dict[str, Tensor]], n_variables: int) -> tuple[Tensor, Tensor, Tensor]:
+    """Per variable over ``batches`` (observation batches, ``IrregularTransformer.forward``'s keys): (center,
+    spread, step), each [V] float64 (module docstring)."""
+    values, variables, changes, changed = [], [], [], []
+    for batch in batches:
+        x_mask, y_mask = batch["x_mask"], batch["y_mask"]
+        values.append(batch["x_value"][x_mask].double())
+        variables.append(batch["x_var"][x_mask].long())
+        last, seen = last_values(batch["x_time"], batch["x_var"], batch["x_value"], x_mask, n_variables)
+        y_var = batch["y_var"].long().clamp(0, n_variables - 1)
+        has = y_mask & seen.gather(1, y_var)
+        changes.append((batch["y_value"].double() - last.gather(1, y_var))[has])
+        changed.append(y_var[has])
+    value, var = torch.cat(values), torch.cat(variables)
+    change, change_var = torch.cat(changes), torch.cat(changed)
+    center = torch.zeros(n_variables, dtype=torch.float64)
+    spread = torch.ones(n_variables, dtype=torch.float64)
+    step = torch.ones(n_variables, dtype=torch.float64)
+    for v in range(n_variables):
+        own = value[var == v]
+        if own.numel():
+            center[v] = own.median()
+            spread[v] = _spread(own, center[v])
+        if spread[v] <= 0:
+            spread[v] = 1.0
+        own_change = change[change_var == v]
+        step[v] = _spread(own_change, own_change.new_zeros(())) if own_change.numel() else spread[v]
+        if step[v] <= 0:
+            step[v] = spread[v]
+    return center, spread, step
