@@ -371,7 +371,7 @@ class IrregularTransformer(nn.Module):
             probability, so that its targets are learnt as first values. 0: off.
         value_norm: "none" (values read and forecast on the data's scale: the model as before) or "variable":
             each variable on its own scale (``tsattn.models.value_scales``): the model reads a value as
-            ``(value - center) / spread`` of its variable, and the head's output is a step of that variable's
+            ``asinh((value - center) / spread)`` of its variable, and the head's output is a step of that variable's
             typical change (with ``residual``; of its spread for a variable the history never showed, and
             without ``residual``, around its center). Buffers set when a fit starts (``fit_statistics``).
     """
@@ -622,7 +622,7 @@ class IrregularTransformer(nn.Module):
         value_flat = x_value.reshape(-1)[order].to(dtype)
         read_flat = value_flat                                                            # what the model reads
         if self.value_center is not None:
-            read_flat = (value_flat - self.value_center[var_flat]) / self.value_spread[var_flat]
+            read_flat = torch.asinh((value_flat - self.value_center[var_flat]) / self.value_spread[var_flat])
         tokens_flat = self.value_embedding(read_flat[:, None]) + self.variable_embedding(var_flat)    # [E, d]
         last = x_time.new_zeros(B * V, 3)                                  # value, time, value as read
         if order.numel():

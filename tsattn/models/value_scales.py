@@ -14,8 +14,10 @@ variable's. ``variable_scales`` measures, per variable on the fit's train sample
   sample's history (targets of variables the history showed; ``spread`` where there are none).
 
 Both deviations are robust to the data-entry values that set a min-max range. The model reads
-``(value - center) / spread`` and forecasts ``last value + step * head`` (``spread * head`` for a variable
-the history never showed): each variable's inputs and forecast steps on its own scale.
+``asinh((value - center) / spread)`` (about the standardised value near the center, its logarithm in the
+tails: PhysioNet's lab values lie up to 600 spreads from their median, pH's data-entry values 14,600) and
+forecasts ``last value + step * head`` (``spread * head`` for a variable the history never showed): each
+variable's inputs and forecast steps on its own scale.
 """
 from __future__ import annotations
 
