@@ -181,9 +181,9 @@ def test_variable_scales_are_medians_and_median_absolute_deviations():
 @pytest.mark.parametrize("attention,residual", list(itertools.product(ATTENTIONS, [True, False])))
 def test_value_norm_variable_forecasts_each_variable_on_its_own_scale(attention, residual):
     """``value_norm="variable"``: scale and shift each variable's values (and fit the statistics again) and the
-    forecasts of the same weights scale and shift with them (residual: the queries of variables the history
-    showed; plain: every query), which the data-scale model does not do; untrained with ``residual``, the
-    forecast is still the last observation; the buffers are saved, and absent without the option."""
+    forecasts of the same weights scale and shift with them (every query: a variable the history never showed
+    starts at its center), which the data-scale model does not do; untrained with ``residual``, the forecast is
+    the last observation, and the center where there is none; the buffers are saved, and absent without it."""
     from tsattn.models.baselines import LastObservation
 
     a = torch.tensor([1.0, 1e-3, 50.0, 2.0, 0.2], dtype=torch.float64)           # per variable
@@ -206,8 +206,13 @@ def test_value_norm_variable_forecasts_each_variable_on_its_own_scale(attention,
             last = LastObservation(V).double()(**plain_batch)
             observed = torch.stack([torch.isin(plain_batch["y_var"][i], plain_batch["x_var"][i][plain_batch["x_mask"][i]])
                                     for i in range(plain_batch["y_var"].shape[0])])
-            torch.testing.assert_close(model(**plain_batch)[observed & plain_batch["y_mask"]],
+            out = model(**plain_batch)
+            torch.testing.assert_close(out[observed & plain_batch["y_mask"]],
                                        last[observed & plain_batch["y_mask"]], rtol=1e-15, atol=0.0)
+            unseen = ~observed & plain_batch["y_mask"]
+            assert unseen.any()
+            want = model.value_center[plain_batch["y_var"]][unseen] if model_kw else torch.zeros(int(unseen.sum()))
+            torch.testing.assert_close(out[unseen], want.double(), rtol=1e-15, atol=0.0)
         with torch.no_grad():
             for p in model.head.parameters():
                 p.normal_(generator=g)
@@ -216,7 +221,7 @@ def test_value_norm_variable_forecasts_each_variable_on_its_own_scale(attention,
             batch = with_targets(observation_batch(dtype=torch.float64), transform)
             model.fit_statistics([batch])
             outs.append(model(**{k: v for k, v in batch.items() if k != "y_value"}))
-        query = plain_batch["y_mask"] & (observed if residual else True)
+        query = plain_batch["y_mask"]
         y_var = plain_batch["y_var"]
         moved = a[y_var] * outs[0] + b[y_var]
         if model_kw:

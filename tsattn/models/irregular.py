@@ -372,8 +372,9 @@ class IrregularTransformer(nn.Module):
         value_norm: "none" (values read and forecast on the data's scale: the model as before) or "variable":
             each variable on its own scale (``tsattn.models.value_scales``): the model reads a value as
             ``asinh((value - center) / spread)`` of its variable, and the head's output is a step of that variable's
-            typical change (with ``residual``; of its spread for a variable the history never showed, and
-            without ``residual``, around its center). Buffers set when a fit starts (``fit_statistics``).
+            typical change (with ``residual``; for a variable the history never showed, a step of its spread
+            from its center, unless ``residual_start="mean"``; without ``residual``, the same around its
+            center). Buffers set when a fit starts (``fit_statistics``).
     """
 
     def __init__(
@@ -730,8 +731,9 @@ class IrregularTransformer(nn.Module):
             out_flat = out_flat * scale[:, None]
             if not self.residual:
                 out_flat = out_flat + self.value_center[q_var][:, None]
-        if self.residual:
-            out_flat = out_flat + _residual_start(q_last[:, :1], has, self.start_value, q_var)
+        if self.residual:      # a variable never observed: 0, its mean (residual_start) or its center (value_norm)
+            start = self.start_value if self.start_value is not None else self.value_center
+            out_flat = out_flat + _residual_start(q_last[:, :1], has, start, q_var)
         width = out_flat.shape[1]
         out = y_time.new_zeros(y_time.numel(), width)
         out[q_order] = out_flat

@@ -16,8 +16,8 @@ variable's. ``variable_scales`` measures, per variable on the fit's train sample
 Both deviations are robust to the data-entry values that set a min-max range. The model reads
 ``asinh((value - center) / spread)`` (about the standardised value near the center, its logarithm in the
 tails: PhysioNet's lab values lie up to 600 spreads from their median, pH's data-entry values 14,600) and
-forecasts ``last value + step * head`` (``spread * head`` for a variable the history never showed): each
-variable's inputs and forecast steps on its own scale.
+forecasts ``last value + step * head`` (``center + spread * head`` for a variable the history never
+showed): each variable's inputs and forecast steps on its own scale.
 """
 from __future__ import annotations
 
