@@ -234,6 +234,35 @@ def test_value_norm_variable_forecasts_each_variable_on_its_own_scale(attention,
         IrregularTransformer(V, value_norm="robust")
 
 
+@pytest.mark.parametrize("attention", ATTENTIONS)
+def test_data_step_adds_a_move_on_the_data_scale(attention):
+    """``data_step=True``: untrained, the forecast is that of ``value_norm="variable"`` (the second output starts
+    at zero); with both outputs set, it is the per-variable step's forecast plus the data-scale output, which
+    does not scale with a variable's values (so the per-variable invariance no longer holds)."""
+    batch = observation_batch(dtype=torch.float64)
+    targets = dict(batch, y_value=torch.randn(batch["y_time"].shape, generator=torch.Generator().manual_seed(4),
+                                              dtype=torch.float64))
+    steps, both = (build(attention, residual=True, value_norm="variable", data_step=flag) for flag in (False, True))
+    for model in (steps, both):
+        model.fit_statistics([targets])
+    query = batch["y_mask"]
+    torch.testing.assert_close(both(**batch)[query], steps(**batch)[query], rtol=1e-15, atol=0.0)
+    g = torch.Generator().manual_seed(6)
+    with torch.no_grad():
+        for p in itertools.chain(both.head.parameters(), both.data_head.parameters()):
+            p.normal_(generator=g)
+        steps.load_state_dict({k: v for k, v in both.state_dict().items() if not k.startswith("data_head")})
+    with_data = both(**batch)
+    with torch.no_grad():
+        for p in both.data_head.parameters():
+            p.zero_()
+    torch.testing.assert_close(both(**batch)[query], steps(**batch)[query], rtol=1e-15, atol=0.0)
+    assert (with_data - steps(**batch))[query].abs().min() > 0
+    with pytest.raises(ValueError, match="data_step"):
+        IrregularTransformer(V, data_step=True)
+    assert "data_head.weight" not in steps.state_dict()
+
+
 def test_drop_history_drops_observations_or_whole_variables_at_their_rates():
     from tsattn.models.irregular import drop_history
 

@@ -375,6 +375,10 @@ class IrregularTransformer(nn.Module):
             typical change (with ``residual``; for a variable the history never showed, a step of its spread
             from its center, unless ``residual_start="mean"``; without ``residual``, the same around its
             center). Buffers set when a fit starts (``fit_statistics``).
+        data_step: with ``value_norm="variable"``, a second output added on the data's scale (an output layer of
+            its own, starting at zero), so that a forecast can also move by amounts that are large for its
+            variable (back from a data-entry value that set the variable's range, to the next day's
+            normal). False: the variable's own steps only.
     """
 
     def __init__(
@@ -406,6 +410,7 @@ class IrregularTransformer(nn.Module):
         history_dropout: float = 0.0,
         history_variable_dropout: float = 0.0,
         value_norm: str = "none",
+        data_step: bool = False,
     ) -> None:
         super().__init__()
         check_quantile_count(n_quantiles)
@@ -478,6 +483,13 @@ class IrregularTransformer(nn.Module):
         self.register_buffer("value_center", torch.zeros(n_variables) if scales else None)
         self.register_buffer("value_spread", torch.ones(n_variables) if scales else None)
         self.register_buffer("value_step", torch.ones(n_variables) if scales else None)
+        if not isinstance(data_step, bool) or (data_step and not scales):
+            raise ValueError(f"`data_step` adds a data-scale output beside the per-variable steps of "
+                             f"value_norm='variable': True or False, and True only with it (got {data_step!r})")
+        self.data_head = quantile_head(d_model, 1, n_quantiles, median_index) if data_step else None
+        if self.data_head is not None:
+            for param in self.data_head.parameters():
+                nn.init.zeros_(param)
 
     def fit_statistics(self, loader: Iterable[dict[str, Tensor]], **facts: Any) -> None:
         """What the model takes from the fit's train samples (``Task.fit_statistics`` calls it): with
@@ -724,11 +736,14 @@ class IrregularTransformer(nn.Module):
             x = x + block.dropout(block.ff(block.norm_ffn(x)))
             if self.series_cross is not None:          # then every query reads all of its series' history
                 x = self._read_series(self.series_cross[layer], x, q_order, y_time, *series)
-        out_flat = self.head(self.norm_out(x))                                            # [Q, 1 or n_quantiles]
+        features = self.norm_out(x)
+        out_flat = self.head(features)                                                    # [Q, 1 or n_quantiles]
         if self.value_center is not None:      # each variable's forecast in its own steps (value_scales)
             scale = torch.where(has > 0, self.value_step[q_var], self.value_spread[q_var]) if self.residual \
                 else self.value_spread[q_var]
             out_flat = out_flat * scale[:, None]
+            if self.data_head is not None:     # and a move on the data's scale
+                out_flat = out_flat + self.data_head(features)
             if not self.residual:
                 out_flat = out_flat + self.value_center[q_var][:, None]
         if self.residual:      # a variable never observed: 0, its mean (residual_start) or its center (value_norm)
