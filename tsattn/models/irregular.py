@@ -686,7 +686,7 @@ class IrregularTransformer(nn.Module):
         q_order, q_key, q_rank, q_counts = _group(q_keys, y_mask, B * V)
         q_time = y_time.reshape(-1)[q_order]
         has = (counts[q_key] > 0).float()
-        q_last = last[q_key]                                                              # [Q, 2]
+        q_last = last[q_key]                                                              # [Q, 3]
         last_features = torch.stack([q_last[:, 2], (q_time - q_last[:, 1]) * has, has], dim=1)     # [Q, 3]
         q_var = y_var.reshape(-1)[q_order].long()                                          # [Q]
         q_flat = (self.variable_embedding(q_var)
