@@ -449,12 +449,12 @@ def test_value_norm_scales_are_set_from_the_fit_train_data_and_saved(tmp_path):
     f = Forecaster("irregular", **dict(SETTINGS, model_kwargs=dict(TINY, residual=True, value_norm="variable")))
     f.fit(table, **LONG, max_epochs=1, enable_progress_bar=False, logger=False, enable_checkpointing=False)
     dm, net = f.datamodule, f.module.net
-    for buffer, want in zip((net.value_center, net.value_spread, net.value_step),
+    for buffer, want in zip((net.value_scales.center, net.value_scales.spread, net.value_scales.step),
                             variable_scales(dm.train_dataloader(), dm.n_variables)):
         torch.testing.assert_close(buffer, want.float(), rtol=1e-6, atol=1e-7)
-    assert (net.value_spread != 1).all() and (net.value_step != 1).all()        # set, not the initial ones
+    assert (net.value_scales.spread != 1).all() and (net.value_scales.step != 1).all()        # set, not the initial ones
     g = Forecaster.load(f.save(tmp_path / "model.ckpt"))
-    assert torch.equal(g.module.net.value_step, net.value_step)
+    assert torch.equal(g.module.net.value_scales.step, net.value_scales.step)
     at = requests(table)
     pd.testing.assert_frame_equal(g.predict(table, at=at), f.predict(table, at=at), check_exact=True)
 

@@ -211,7 +211,7 @@ def test_value_norm_variable_forecasts_each_variable_on_its_own_scale(attention,
                                        last[observed & plain_batch["y_mask"]], rtol=1e-15, atol=0.0)
             unseen = ~observed & plain_batch["y_mask"]
             assert unseen.any()
-            want = model.value_center[plain_batch["y_var"]][unseen] if model_kw else torch.zeros(int(unseen.sum()))
+            want = model.value_scales.center[plain_batch["y_var"]][unseen] if model_kw else torch.zeros(int(unseen.sum()))
             torch.testing.assert_close(out[unseen], want.double(), rtol=1e-15, atol=0.0)
         with torch.no_grad():
             for p in model.head.parameters():
@@ -226,10 +226,10 @@ def test_value_norm_variable_forecasts_each_variable_on_its_own_scale(attention,
         moved = a[y_var] * outs[0] + b[y_var]
         if model_kw:
             torch.testing.assert_close(outs[1][query], moved[query], rtol=1e-9, atol=1e-9)
-            assert {"value_center", "value_spread", "value_step"} <= set(model.state_dict())
+            assert {"value_scales.center", "value_scales.spread", "value_scales.step"} <= set(model.state_dict())
         else:
             assert (outs[1] - moved)[query].abs().max() > 1e-2
-            assert "value_center" not in model.state_dict()
+            assert "value_scales.center" not in model.state_dict()
     with pytest.raises(ValueError, match="value_norm"):
         IrregularTransformer(V, value_norm="robust")
 
@@ -249,18 +249,19 @@ def test_data_step_adds_a_move_on_the_data_scale(attention):
     torch.testing.assert_close(both(**batch)[query], steps(**batch)[query], rtol=1e-15, atol=0.0)
     g = torch.Generator().manual_seed(6)
     with torch.no_grad():
-        for p in itertools.chain(both.head.parameters(), both.data_head.parameters()):
+        for p in itertools.chain(both.head.parameters(), both.value_scales.data_head.parameters()):
             p.normal_(generator=g)
-        steps.load_state_dict({k: v for k, v in both.state_dict().items() if not k.startswith("data_head")})
+        steps.load_state_dict({k: v for k, v in both.state_dict().items() if not k.startswith("value_scales.data_head")})
     with_data = both(**batch)
     with torch.no_grad():
-        for p in both.data_head.parameters():
+        for p in both.value_scales.data_head.parameters():
             p.zero_()
     torch.testing.assert_close(both(**batch)[query], steps(**batch)[query], rtol=1e-15, atol=0.0)
     assert (with_data - steps(**batch))[query].abs().min() > 0
     with pytest.raises(ValueError, match="data_step"):
         IrregularTransformer(V, data_step=True)
-    assert "data_head.weight" not in steps.state_dict()
+    assert "value_scales.data_head.weight" in both.state_dict()
+    assert "value_scales.data_head.weight" not in steps.state_dict()
 
 
 def test_drop_history_drops_observations_or_whole_variables_at_their_rates():
@@ -431,8 +432,10 @@ def test_distinct_ranks_agree_with_unique_rows():
 
 @pytest.mark.parametrize("attention", ATTENTIONS)
 def test_series_cross_on_real_queries_is_the_block_on_the_padded_layout(attention):
-    """``_read_series`` runs norms, projections and the feed-forward network on the real queries only: the
-    same as the cross-attention block on the padded [B, Ny] layout, read at the real queries."""
+    """``read_series_sequence`` runs norms, projections and the feed-forward network on the real queries only:
+    the same as the cross-attention block on the padded [B, Ny] layout, read at the real queries."""
+    from tsattn.models.irregular import read_series_sequence
+
     model, batch = build(attention, series_layers=1), observation_batch(dtype=torch.float64)
     block = model.series_cross[0]
     B, Ny = batch["y_time"].shape
@@ -444,7 +447,7 @@ def test_series_cross_on_real_queries_is_the_block_on_the_padded_layout(attentio
     x = torch.randn(q_order.numel(), 16, generator=g, dtype=torch.float64)
     padded = torch.zeros(B * Ny, 16, dtype=torch.float64).index_copy(0, q_order, x).view(B, Ny, 16)
     expected = block(padded, batch["y_time"], memory=memory, memory_positions=times, key_lengths=counts)
-    got = IrregularTransformer._read_series(block, x, q_order, batch["y_time"], memory, times, counts)
+    got = read_series_sequence(block, x, q_order, batch["y_time"], memory, times, counts)
     torch.testing.assert_close(got, expected.reshape(B * Ny, 16)[q_order], rtol=1e-12, atol=1e-12)
 
 

@@ -71,7 +71,7 @@ from ..nn import Dropout, FeedForward, MultiHeadAttention
 from .baselines import variable_means
 from .patchtst import check_quantile_count, quantile_head
 from .registry import register_model
-from .value_scales import check_value_norm, variable_scales
+from .value_scales import value_scales
 
 RESIDUAL_STARTS = ("zero", "mean")
 
@@ -203,6 +203,12 @@ class _PatchLayout(NamedTuple):
     empty: Tensor    # [S, V] bool, True where the set has no knot of that variable
 
 
+def patch_index(time: Tensor, length: float) -> Tensor:
+    """The history patch of each time (times and ``length`` scaled): patch p holds [-(p+1) L, -p L); a time
+    >= 0 goes to patch 0."""
+    return (torch.ceil(-time / length) - 1).clamp(min=0).long()
+
+
 def _distinct_ranks(batch: Tensor, time: Tensor, n_series: int) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
     """Elements (series ``batch`` [E], ``time`` [E]) -> (slot [E]: the rank of the element's time among
     its series' distinct times, counts [n_series]: distinct times per series, and per distinct
@@ -276,6 +282,23 @@ class _Block(nn.Module):
         x = x + self.attn(self.norm_attn(x), positions, memory=memory, memory_positions=memory_positions,
                           key_lengths=key_lengths)
         return x + self.dropout(self.ff(self.norm_ffn(x)))
+
+
+def read_series_sequence(block: _Block, x: Tensor, q_order: Tensor, y_time: Tensor, memory: Tensor,
+                         times: Tensor, counts: Tensor) -> Tensor:
+    """``block`` (a cross-attention block) from the flat queries x [Q, d] (at ``q_order`` of the padded
+    [B, Ny] query layout, times ``y_time`` [B, Ny]) to the series sequence ``memory`` [B, T, d] (``times``
+    [B, T], ``counts`` [B] real tokens) -> [Q, d]. As ``block(padded queries, memory=...)``, but only the
+    attention core runs on the padded layout; norms, projections and the feed-forward network run on the
+    real queries alone (PhysioNet: about half of the padded layout is padding)."""
+    attn = block.attn
+    (B, Ny), (H, D), d = y_time.shape, (attn.n_heads, attn.head_dim), x.shape[-1]
+    q = x.new_zeros(B * Ny, d).index_copy(0, q_order, attn.project_query(block.norm_attn(x)))
+    q = q.view(B, Ny, H, D).transpose(1, 2)                                          # [B, H, Ny, D]
+    k, v = (t.transpose(1, 2) for t in attn.project_memory(memory))                  # [B, H, T, D]
+    o = attn.attend(q, k, v, y_time, times, counts)                                  # [B, H, Ny, D]
+    x = x + attn.output(o.transpose(1, 2).reshape(B * Ny, d)[q_order])
+    return x + block.dropout(block.ff(block.norm_ffn(x)))
 
 
 def _set_attention_layer(d_model: int, n_heads: int, d_ff: int, dropout: float) -> nn.Module:
@@ -369,16 +392,12 @@ class IrregularTransformer(nn.Module):
             augmentation; ``drop_history``). 0: off (the model as before).
         history_variable_dropout: in training only, drop a series' whole history of a variable with this
             probability, so that its targets are learnt as first values. 0: off.
-        value_norm: "none" (values read and forecast on the data's scale: the model as before) or "variable":
-            each variable on its own scale (``tsattn.models.value_scales``): the model reads a value as
-            ``asinh((value - center) / spread)`` of its variable, and the head's output is a step of that variable's
-            typical change (with ``residual``; for a variable the history never showed, a step of its spread
-            from its center, unless ``residual_start="mean"``; without ``residual``, the same around its
-            center). Buffers set when a fit starts (``fit_statistics``).
-        data_step: with ``value_norm="variable"``, a second output added on the data's scale (an output layer of
-            its own, starting at zero), so that a forecast can also move by amounts that are large for its
-            variable (back from a data-entry value that set the variable's range, to the next day's
-            normal). False: the variable's own steps only.
+        value_norm: "none" (the data's scale: the model as before) or "variable": each variable read as
+            ``asinh((value - center) / spread)`` and forecast in steps of its typical change (a variable the
+            history never showed: from its center, unless ``residual_start="mean"``); the scales are set when a
+            fit starts (``fit_statistics``; ``tsattn.models.value_scales``).
+        data_step: with ``value_norm="variable"``, a second output on the data's scale (starting at zero), so
+            that a forecast can also move by amounts that are large for its variable. False: none.
     """
 
     def __init__(
@@ -478,18 +497,8 @@ class IrregularTransformer(nn.Module):
         self.register_buffer("start_value", torch.zeros(n_variables) if residual_start == "mean" else None)
         self.history_dropout, self.history_variable_dropout = _check_rates(
             history_dropout=history_dropout, history_variable_dropout=history_variable_dropout)
-        self.value_norm = check_value_norm(value_norm)       # "variable": buffers set by fit_statistics
-        scales = value_norm == "variable"
-        self.register_buffer("value_center", torch.zeros(n_variables) if scales else None)
-        self.register_buffer("value_spread", torch.ones(n_variables) if scales else None)
-        self.register_buffer("value_step", torch.ones(n_variables) if scales else None)
-        if not isinstance(data_step, bool) or (data_step and not scales):
-            raise ValueError(f"`data_step` adds a data-scale output beside the per-variable steps of "
-                             f"value_norm='variable': True or False, and True only with it (got {data_step!r})")
-        self.data_head = quantile_head(d_model, 1, n_quantiles, median_index) if data_step else None
-        if self.data_head is not None:
-            for param in self.data_head.parameters():
-                nn.init.zeros_(param)
+        self.value_scales = value_scales(value_norm, data_step, n_variables,   # None: the data's scale
+                                         lambda: quantile_head(d_model, 1, n_quantiles, median_index))
 
     def fit_statistics(self, loader: Iterable[dict[str, Tensor]], **facts: Any) -> None:
         """What the model takes from the fit's train samples (``Task.fit_statistics`` calls it): with
@@ -498,23 +507,15 @@ class IrregularTransformer(nn.Module):
         center, spread and step (``variable_scales``); otherwise nothing, and ``loader`` is not read."""
         if self.start_value is not None:
             self.start_value.copy_(variable_means(loader, self.n_variables).to(self.start_value))
-        if self.value_center is not None:
-            for buffer, value in zip((self.value_center, self.value_spread, self.value_step),
-                                     variable_scales(loader, self.n_variables)):
-                buffer.copy_(value.to(buffer))
-
-    @staticmethod
-    def _patch_index(time: Tensor, length: float) -> Tensor:
-        """The history patch of each time (times and ``length`` scaled): patch p holds [-(p+1) L, -p L); a time
-        >= 0 goes to patch 0."""
-        return (torch.ceil(-time / length) - 1).clamp(min=0).long()
+        if self.value_scales is not None:
+            self.value_scales.fit(loader)
 
     def _pool_tokens(self, knots: Tensor, key: Tensor, time: Tensor, n_keys: int
                      ) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
         """Patch tokens: the knots [E, d] of keys ``key`` [E] ((series, variable) rows) at scaled ``time`` [E] ->
         one token per observed (key, patch): (tokens [C, d], key [C], rank [C] (place within the key, in time
         order), counts [n_keys] tokens per key, times [C] (the mean time of the token's observations))."""
-        patch = self._patch_index(time, self.token_length * self.time_scale)
+        patch = patch_index(time, self.token_length * self.time_scale)
         n_patches = int(patch.max()) + 1
         cells, cell = torch.unique(key * n_patches + (n_patches - 1 - patch), return_inverse=True)   # [C], [E]
         number = torch.bincount(cell, minlength=cells.numel()).to(time.dtype)                # [C]
@@ -532,7 +533,7 @@ class IrregularTransformer(nn.Module):
         [E], times scaled), the same for every encoder layer. Patch p holds the times in [-(p+1) L, -p L) (L
         the scaled patch length; a time >= 0 goes to patch 0)."""
         V, length = self.n_variables, self.patch_length * self.time_scale
-        patch = self._patch_index(time, length)                                              # [E]
+        patch = patch_index(time, length)                                              # [E]
         n_patches = int(patch.max()) + 1
         cell_id = (series * n_patches + patch) * V + var                                     # [E]
         cells, cell = torch.unique(cell_id, return_inverse=True)                             # sorted, [C]
@@ -569,23 +570,6 @@ class IrregularTransformer(nn.Module):
         for block in self.series_blocks:
             x = block(x, times, key_lengths=counts)
         return self.norm_series(x), times, counts
-
-    @staticmethod
-    def _read_series(block: _Block, x: Tensor, q_order: Tensor, y_time: Tensor, memory: Tensor, times: Tensor,
-                     counts: Tensor) -> Tensor:
-        """``block`` (a cross-attention block) from the flat queries x [Q, d] (at ``q_order`` of the padded
-        [B, Ny] query layout, times ``y_time`` [B, Ny]) to the series sequence ``memory`` [B, T, d] (``times``
-        [B, T], ``counts`` [B] real tokens) -> [Q, d]. As ``block(padded queries, memory=...)``, but only the
-        attention core runs on the padded layout; norms, projections and the feed-forward network run on the
-        real queries alone (PhysioNet: about half of the padded layout is padding)."""
-        attn = block.attn
-        (B, Ny), (H, D), d = y_time.shape, (attn.n_heads, attn.head_dim), x.shape[-1]
-        q = x.new_zeros(B * Ny, d).index_copy(0, q_order, attn.project_query(block.norm_attn(x)))
-        q = q.view(B, Ny, H, D).transpose(1, 2)                                          # [B, H, Ny, D]
-        k, v = (t.transpose(1, 2) for t in attn.project_memory(memory))                  # [B, H, T, D]
-        o = attn.attend(q, k, v, y_time, times, counts)                                  # [B, H, Ny, D]
-        x = x + attn.output(o.transpose(1, 2).reshape(B * Ny, d)[q_order])
-        return x + block.dropout(block.ff(block.norm_ffn(x)))
 
     def forward(
         self,
@@ -633,9 +617,7 @@ class IrregularTransformer(nn.Module):
         order, key, rank, counts = _group(keys, x_mask, B * V)
         var_flat, time_flat = x_var.reshape(-1)[order].long(), x_time.reshape(-1)[order]
         value_flat = x_value.reshape(-1)[order].to(dtype)
-        read_flat = value_flat                                                            # what the model reads
-        if self.value_center is not None:
-            read_flat = torch.asinh((value_flat - self.value_center[var_flat]) / self.value_spread[var_flat])
+        read_flat = value_flat if self.value_scales is None else self.value_scales.read(value_flat, var_flat)
         tokens_flat = self.value_embedding(read_flat[:, None]) + self.variable_embedding(var_flat)    # [E, d]
         last = x_time.new_zeros(B * V, 3)                                  # value, time, value as read
         if order.numel():
@@ -735,19 +717,15 @@ class IrregularTransformer(nn.Module):
             x = x + attn.output(o)
             x = x + block.dropout(block.ff(block.norm_ffn(x)))
             if self.series_cross is not None:          # then every query reads all of its series' history
-                x = self._read_series(self.series_cross[layer], x, q_order, y_time, *series)
+                x = read_series_sequence(self.series_cross[layer], x, q_order, y_time, *series)
         features = self.norm_out(x)
         out_flat = self.head(features)                                                    # [Q, 1 or n_quantiles]
-        if self.value_center is not None:      # each variable's forecast in its own steps (value_scales)
-            scale = torch.where(has > 0, self.value_step[q_var], self.value_spread[q_var]) if self.residual \
-                else self.value_spread[q_var]
-            out_flat = out_flat * scale[:, None]
-            if self.data_head is not None:     # and a move on the data's scale
-                out_flat = out_flat + self.data_head(features)
-            if not self.residual:
-                out_flat = out_flat + self.value_center[q_var][:, None]
+        if self.value_scales is not None:      # each variable's forecast in its own steps
+            out_flat = self.value_scales.forecast(out_flat, features, has > 0, q_var, residual=self.residual)
         if self.residual:      # a variable never observed: 0, its mean (residual_start) or its center (value_norm)
-            start = self.start_value if self.start_value is not None else self.value_center
+            start = self.start_value
+            if start is None and self.value_scales is not None:
+                start = self.value_scales.center
             out_flat = out_flat + _residual_start(q_last[:, :1], has, start, q_var)
         width = out_flat.shape[1]
         out = y_time.new_zeros(y_time.numel(), width)

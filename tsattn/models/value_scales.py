@@ -21,22 +21,64 @@ showed): each variable's inputs and forecast steps on its own scale.
 """
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Callable, Iterable, Optional
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from .baselines import last_values
 
 VALUE_NORMS = ("none", "variable")
 
-__all__ = ["VALUE_NORMS", "check_value_norm", "variable_scales"]
+__all__ = ["VALUE_NORMS", "ValueScales", "value_scales", "variable_scales"]
 
 
-def check_value_norm(value_norm: str) -> str:
+class ValueScales(nn.Module):
+    """A model's per-variable scales (buffers ``center``, ``spread``, ``step`` [V], set by ``fit``) and, with
+    ``data_head``, an output on the data's scale beside the per-variable steps (started at zero)."""
+
+    def __init__(self, n_variables: int, data_head: Optional[nn.Module] = None) -> None:
+        super().__init__()
+        self.register_buffer("center", torch.zeros(n_variables))
+        self.register_buffer("spread", torch.ones(n_variables))
+        self.register_buffer("step", torch.ones(n_variables))
+        self.data_head = data_head
+        if data_head is not None:
+            for param in data_head.parameters():
+                nn.init.zeros_(param)
+
+    def fit(self, loader: Iterable[dict[str, Tensor]]) -> None:
+        """Set the scales from a fit's train batches (``variable_scales``)."""
+        for buffer, value in zip((self.center, self.spread, self.step),
+                                 variable_scales(loader, self.center.numel())):
+            buffer.copy_(value.to(buffer))
+
+    def read(self, value: Tensor, var: Tensor) -> Tensor:
+        """What the model reads of values ``value`` [E] of variables ``var`` [E]."""
+        return torch.asinh((value - self.center[var]) / self.spread[var])
+
+    def forecast(self, out: Tensor, features: Tensor, seen: Tensor, var: Tensor, *, residual: bool) -> Tensor:
+        """The head's outputs ``out`` [Q, k] for queries of variables ``var`` [Q] -> moves on the data's scale:
+        steps of the variable's ``step`` (``seen`` [Q] bool: its history showed the variable; residual), else of
+        its ``spread``, plus the data head's output of ``features`` [Q, d]; around ``center`` unless residual."""
+        out = out * (torch.where(seen, self.step[var], self.spread[var]) if residual else self.spread[var])[:, None]
+        if self.data_head is not None:
+            out = out + self.data_head(features)
+        return out if residual else out + self.center[var][:, None]
+
+
+def value_scales(value_norm: str, data_step: bool, n_variables: int,
+                 make_head: Callable[[], nn.Module]) -> Optional[ValueScales]:
+    """``IrregularTransformer``'s ``value_norm`` and ``data_step`` -> its ``ValueScales`` (None for "none");
+    ``make_head()`` builds the data-scale output layer."""
     if value_norm not in VALUE_NORMS:
         raise ValueError(f"`value_norm` must be one of {VALUE_NORMS}, got {value_norm!r}")
-    return value_norm
+    if not isinstance(data_step, bool) or (data_step and value_norm != "variable"):
+        raise ValueError(f"`data_step` adds a data-scale output beside the per-variable steps of "
+                         f"value_norm='variable': True or False, and True only with it (got {data_step!r})")
+    if value_norm == "none":
+        return None
+    return ValueScales(n_variables, make_head() if data_step else None)
 
 
 def _spread(values: Tensor, center: Tensor) -> Tensor:
