@@ -210,3 +210,35 @@ def test_fit_on_an_array_says_how_to_wrap_it(frame):
     f = Forecaster("patchtst", lookback=48, horizon=12, model_kwargs=TINY)
     with pytest.raises(DataError, match=r"pd\.DataFrame\(values"):
         f.fit(frame[["load", "temp", "OT"]].to_numpy())
+
+
+def test_optimizer_settings_reach_the_optimizer_and_survive_save_load(tmp_path, make_frame):
+    """``optimizer``, ``weight_decay``, ``huber_delta``, ``pct_start``: the optimizer the fit trained with is
+    built from them (decoupled decay for "adamw"), and a loaded Forecaster carries them (a refit trains alike)."""
+    path = tmp_path / "series.csv"
+    make_frame().to_csv(path, index=False)
+    f = Forecaster("patchtst", lookback=48, horizon=12, model_kwargs=TINY, lr=3e-3, lr_schedule="onecycle",
+                   batch_size=64, seed=1, optimizer="adamw", weight_decay=0.05, loss="huber", huber_delta=0.5,
+                   pct_start=0.2)
+    f.fit(path, target="OT", max_epochs=1, enable_progress_bar=False, logger=False, enable_checkpointing=False)
+    optimizer = f.trainer.optimizers[0]
+    assert all(g["weight_decay"] == 0.05 and g["decoupled_weight_decay"] for g in optimizer.param_groups)
+    scheduler = f.trainer.lr_scheduler_configs[0].scheduler
+    assert isinstance(scheduler, torch.optim.lr_scheduler.OneCycleLR)
+    g = Forecaster.load(f.save(tmp_path / "model.ckpt"))
+    for key, value in (("optimizer", "adamw"), ("weight_decay", 0.05), ("huber_delta", 0.5), ("pct_start", 0.2)):
+        assert g.config[key] == value and g.module.hparams[key] == value
+    assert Forecaster("patchtst").config["optimizer"] == "adam" and Forecaster("patchtst").config["weight_decay"] == 0
+
+
+@pytest.mark.parametrize("kwargs, phrase", [
+    (dict(weight_decay=-0.1), "`weight_decay` must be a finite number >= 0"),
+    (dict(weight_decay="0.1"), "`weight_decay` must be a finite number"),
+    (dict(optimizer="sgd"), "`optimizer` must be one of"),
+    (dict(pct_start=1.0), "`pct_start` must be a finite number > 0 and < 1"),
+    (dict(huber_delta=0.0), "`huber_delta` must be a finite number > 0"),
+    (dict(lr=float("nan")), "`lr` must be a finite number >= 0"),
+])
+def test_bad_optimizer_settings_fail_at_construction(kwargs, phrase):
+    with pytest.raises(ValueError, match=phrase):
+        Forecaster("patchtst", **kwargs)

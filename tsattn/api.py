@@ -24,34 +24,26 @@ unit, frequency, variables, spans). So a model forecasts the same before and aft
 """
 from __future__ import annotations
 
-import contextlib
 import numbers
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, Optional, Union
 
 import lightning.pytorch as pl
 import numpy as np
 import pandas as pd
-import torch
-from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
 
 from .checkpoints import read_checkpoint, write_checkpoint
 from .data.base import ForecastDataModule
 from .data.validation import SPLITS, check_choice, check_positive_int
 from .lightning import BestEpochsAverage, ForecastModule
+from .lightning.training import train
 from .models.registry import estimator_defaults, model_trainable
 from .tasks import split_fit_options, task_of_model
 from .tasks.quantiles import quantiles_from
 
 DataLike = Union[str, os.PathLike, pd.DataFrame, Any]
-
-
-def _accelerator_name(trainer: pl.Trainer) -> str:
-    """The accelerator a trainer ran on, as a ``Trainer(accelerator=...)`` string (``"cpu"``, ``"cuda"``, ...)."""
-    name = type(trainer.accelerator).__name__.removesuffix("Accelerator").lower()
-    return {"xla": "tpu"}.get(name, name) or "auto"
+TRAINING_SETTINGS = ("optimizer", "weight_decay", "huber_delta", "pct_start", "loss_reduction")
 
 
 class Forecaster:
@@ -75,6 +67,11 @@ class Forecaster:
         model_kwargs: further model hyperparameters (e.g. ``{"d_model": 16, "n_layers": 3}``).
         loss, lr, lr_schedule: ``"mse"`` | ``"mae"`` | ``"huber"`` (| ``"pinball"`` with quantiles); Adam's
             rate; ``"type3"`` | ``"onecycle"`` | ``"constant"`` (see ``ForecastModule``).
+        optimizer, weight_decay: ``"adam"`` (``weight_decay`` an L2 term in the gradient) | ``"adamw"``
+            (decoupled: each step shrinks the weights by ``lr * weight_decay``); default 0.0.
+        huber_delta, pct_start, loss_reduction: the Huber loss's threshold (scaled units; 1.0), the
+            warm-up share of ``"onecycle"`` (0.3), and, observation task only, how a batch's targets
+            are averaged (``"variable"``, ``"point"``, ``"dataset"``); as in ``ForecastModule``.
         batch_size: windows (observation task: samples, and series in ``predict``) per batch.
         seed: seeds weights, shuffling and dropout (an int >= 0); a fit is repeatable on CPU.
         quantiles: a probabilistic forecast: the quantile levels to forecast (e.g. ``[0.1, 0.5, 0.9]``;
@@ -101,6 +98,11 @@ class Forecaster:
         loss: str = "mse",
         lr: Optional[float] = None,
         lr_schedule: Optional[str] = None,
+        optimizer: str = "adam",
+        weight_decay: float = 0.0,
+        huber_delta: float = 1.0,
+        pct_start: float = 0.3,
+        loss_reduction: str = "variable",
         batch_size: Optional[int] = None,
         seed: int = 2021,
         compile: bool = False,
@@ -122,7 +124,9 @@ class Forecaster:
             raise ValueError(f"model_kwargs must be a dict of model hyperparameters; got {model_kwargs!r}")
         model_kwargs = {**defaults["model_kwargs"], **(model_kwargs or {})} or None
         self.config = dict(model=model, attention=attention, sink=sink, rope=rope, model_kwargs=model_kwargs,
-                           loss=loss, lr=lr, lr_schedule=lr_schedule, compile=compile, seed=int(seed),
+                           loss=loss, lr=lr, lr_schedule=lr_schedule, optimizer=optimizer,
+                           weight_decay=weight_decay, huber_delta=huber_delta, pct_start=pct_start,
+                           loss_reduction=loss_reduction, compile=compile, seed=int(seed),
                            quantiles=quantiles_from(quantiles, levels))
         if calibrate and not self.config["quantiles"]:
             raise ValueError("calibrate=True widens or narrows intervals: give quantiles=[...] or levels=[...] too")
@@ -224,8 +228,10 @@ class Forecaster:
             self.task.fit_statistics(module, dm)
             self.module, self.datamodule, self._record = module, dm, None
             return self
-        self._train(module, dm, max_epochs=max_epochs, patience=patience, callbacks=callbacks,
+        run = train(module, dm, max_epochs=max_epochs, patience=patience, callbacks=callbacks,
                     default_root_dir=default_root_dir, enable_checkpointing=enable_checkpointing, **trainer_options)
+        self.module, self.datamodule, self.trainer, self._record = module, dm, run.trainer, None
+        self.best_model_path, self.accelerator = run.best_model_path, run.accelerator
         if self.calibrate_on_fit:
             self.calibrate()
         return self
@@ -242,37 +248,6 @@ class Forecaster:
         dm.setup("test")
         module.calibrate(dm.evaluation_loader(split))
         return self
-
-    def _train(self, module: ForecastModule, dm: ForecastDataModule, *, max_epochs: int, patience: Optional[int],
-               callbacks: Optional[list[pl.Callback]], default_root_dir: Optional[Union[str, os.PathLike]],
-               enable_checkpointing: bool, **trainer_kwargs: Any) -> None:
-        """Train ``module`` on ``dm`` with a Lightning ``Trainer``: checkpoint the best validation epoch
-        and load its weights back, optional early stopping, a temporary run folder unless
-        ``default_root_dir``; keeps the module, data module and trainer."""
-        all_callbacks = list(callbacks or [])
-        checkpoint = None
-        if enable_checkpointing:
-            checkpoint = ModelCheckpoint(monitor="val_mse", mode="min", save_top_k=1, filename="best-{epoch}")
-            all_callbacks.insert(0, checkpoint)
-        if patience is not None:
-            all_callbacks.append(EarlyStopping(monitor="val_mse", mode="min", patience=patience))
-        keep = default_root_dir is not None
-        trainer_kwargs.setdefault("deterministic", True)
-        accelerator = trainer_kwargs.setdefault("accelerator", "auto")
-        with contextlib.ExitStack() as scratch:
-            root = os.fspath(Path(default_root_dir).expanduser()) if keep else scratch.enter_context(
-                tempfile.TemporaryDirectory(prefix="tsattn-fit-"))
-            trainer = pl.Trainer(max_epochs=max_epochs, callbacks=all_callbacks, default_root_dir=root,
-                                 enable_checkpointing=enable_checkpointing, **trainer_kwargs)
-            trainer.fit(module, datamodule=dm)
-            averaged = any(isinstance(c, BestEpochsAverage) and c.averaged_epochs for c in all_callbacks)
-            if checkpoint is not None and checkpoint.best_model_path and not averaged:   # the mean stays
-                best = torch.load(checkpoint.best_model_path, map_location="cpu", weights_only=True)
-                module.load_state_dict(best["state_dict"])
-            self.best_model_path = checkpoint.best_model_path if keep and checkpoint is not None else None
-        self.accelerator = accelerator if isinstance(accelerator, str) and accelerator != "auto" else (
-            _accelerator_name(trainer))
-        self.module, self.datamodule, self.trainer, self._record = module, dm, trainer, None
 
     # -- use -------------------------------------------------------------------------------------
     def _require_fit(self) -> ForecastModule:
@@ -386,6 +361,7 @@ class Forecaster:
         f = cls(hp["model"], attention=hp["attention"], sink=hp["sink"], rope=hp["rope"], lookback=hp["lookback"],
                 horizon=hp["horizon"], model_kwargs=hp["model_kwargs"], loss=hp["loss"], lr=hp["lr"],
                 lr_schedule=hp["lr_schedule"], compile=hp["compile"], quantiles=hp.get("quantiles"),
+                **{k: hp[k] for k in TRAINING_SETTINGS if k in hp},   # older files: the defaults
                 batch_size=extra.get("batch_size") or (record or {}).get("batch_size") or 128,
                 seed=2021 if seed is None else seed)
         f.config["model_kwargs"] = hp["model_kwargs"]  # as fit (no model defaults added that it was fit without)

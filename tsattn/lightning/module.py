@@ -9,6 +9,7 @@ class asks ``self.task`` and never the model's kind.
 from __future__ import annotations
 
 import math
+import numbers
 import warnings
 from typing import Any, Optional, Union
 
@@ -125,6 +126,14 @@ class ForecastModule(pl.LightningModule):
                                      ("optimizer", optimizer, OPTIMIZERS)):
             if value not in choices:
                 raise ValueError(f"`{name}` must be one of {choices}, got {value!r}")
+        for name, value, low, high, closed in (("lr", lr, 0.0, math.inf, True),
+                                               ("weight_decay", weight_decay, 0.0, math.inf, True),
+                                               ("huber_delta", huber_delta, 0.0, math.inf, False),
+                                               ("pct_start", pct_start, 0.0, 1.0, False)):
+            if (isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value)
+                    or not (low <= value if closed else low < value) or value >= high):
+                bounds = f"{'>=' if closed else '>'} {low:g}" + ("" if high == math.inf else f" and < {high:g}")
+                raise ValueError(f"`{name}` must be a finite number {bounds}; got {value!r}")
         if target_index is not None:
             target_index = [int(i) for i in target_index]
         self.save_hyperparameters()
