@@ -89,6 +89,30 @@ def load_mean(paths: Sequence[pathlib.Path]):
     return model
 
 
+def forecast_frames(model: Any, data: FitData, split: str) -> dict[str, pd.DataFrame]:
+    """The backtest frames (``Forecaster.backtest(cutoffs=data.origins)``) of ``model`` and of the last-observation
+    forecast fit on the same data, the rows of ``split``'s series only: {"model": ..., "last_observation": ...},
+    row for row the same targets (checked)."""
+    from tsattn import Forecaster
+
+    ids = data.series_ids(split)
+    options = model.data_record["options"]   # the spans the fit was given (None: the protocol's), so that the
+    reference = Forecaster("last_observation", lookback=options.get("lookback"),   # reference reads the same targets
+                           horizon=options.get("horizon"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")                       # in-sample warnings: the rows are filtered below
+        reference.fit(model.data_record["source"], **read_options(model))   # the fit's data, read its way
+        frames = {name: f.backtest(cutoffs=data.origins) for name, f in (("model", model), ("last_observation", reference))}
+    keys = [data.id_column, data.variable_column, "cutoff", "lead"]
+    frames = {name: frame[frame[data.id_column].isin(ids)].sort_values(keys, kind="stable").reset_index(drop=True)
+              for name, frame in frames.items()}
+    if len(frames["model"]) != len(frames["last_observation"]) or not \
+            frames["model"][keys].equals(frames["last_observation"][keys]):
+        raise SystemExit(f"the model forecasts {len(frames['model'])} targets and the last observation "
+                         f"{len(frames['last_observation'])}: not the same targets")
+    return frames
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ckpt", type=pathlib.Path, nargs="+", required=True,
@@ -102,23 +126,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
     import torch
 
-    from tsattn import Forecaster
-
     torch.set_num_threads(1)
     model = load_mean(args.ckpt)
     data = FitData.of(model, str(args.ckpt[0]))
-    ids = data.series_ids(args.split)
-    options = model.data_record["options"]   # the spans the fit was given (None: the protocol's), so that the
-    reference = Forecaster("last_observation", lookback=options.get("lookback"),   # reference reads the same targets
-                           horizon=options.get("horizon"))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")                       # in-sample warnings: the rows are filtered below
-        reference.fit(model.data_record["source"], **read_options(model))   # the fit's data, read its way
-        frames = {name: f.backtest(cutoffs=data.origins) for name, f in (("model", model), ("last_observation", reference))}
-    frames = {name: frame[frame[data.id_column].isin(ids)] for name, frame in frames.items()}
-    if len(frames["model"]) != len(frames["last_observation"]):
-        raise SystemExit(f"the model forecasts {len(frames['model'])} targets and the last observation "
-                         f"{len(frames['last_observation'])}: not the same targets")
+    frames = forecast_frames(model, data, args.split)
     out = compare(frames, data.scale, data.variable_column)
     out["share_of_metric"] = out["mse"] / out["mse"].sum()
     if args.by_history:
