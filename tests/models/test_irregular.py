@@ -166,16 +166,40 @@ def test_variable_scales_are_medians_and_median_absolute_deviations():
 
     # variable 0: values 1, 2, 4, 10 over two series (torch's lower median 2, |dev| 1, 0, 2, 8 -> MAD 1); changes: series 1's
     # last value is 2 (time -1, not 1 at -3), its targets 5 and 1 -> changes 3, -1; series 2's last 10, target 10
-    # -> 0: median |change| of (3, 1, 0) is 1. Variable 1: constant 7 -> spread 1; one target 7 -> changes all 0:
-    # mean 0 -> step = spread. Variable 2: targets only -> center 0, spread 1, step 1. Variable 3: 0, 0, 0, 6 ->
-    # MAD 0 -> mean absolute deviation 1.5; no target -> step = spread.
+    # -> 0: median |change| of (3, 1, 0) is 1. Variable 1: constant 7 -> spread 1; its one target 7 too: constant
+    # over the samples -> step 0 (it does not move). Variable 2: targets only -> center 0, spread 1, step 1.
+    # Variable 3: 0, 0, 0, 6 -> MAD 0 -> mean absolute deviation 1.5; no target -> step = spread.
     batches = [batch([(-3, 0, 1.0), (-1, 0, 2.0), (-2, 1, 7.0), (-1, 3, 0.0), (-0.5, 3, 0.0)],
                      [(1, 0, 5.0), (2, 0, 1.0), (1, 1, 7.0), (1, 2, 3.0)]),
                batch([(-5, 0, 4.0), (-1, 0, 10.0), (-1, 3, 0.0), (-2, 3, 6.0)], [(3, 0, 10.0)])]
     center, spread, step = variable_scales(batches, 4)
     torch.testing.assert_close(center, torch.tensor([2.0, 7.0, 0.0, 0.0], dtype=torch.float64))
     torch.testing.assert_close(spread, torch.tensor([1.0, 1.0, 1.0, 1.5], dtype=torch.float64))
-    torch.testing.assert_close(step, torch.tensor([1.0, 1.0, 1.0, 1.5], dtype=torch.float64))
+    torch.testing.assert_close(step, torch.tensor([1.0, 0.0, 1.0, 1.5], dtype=torch.float64))
+    # a target that differs (8 after the history's 7s): not constant -> the changes' spread (mean |1| = 1)
+    batches[0]["y_value"][0, 2] = 8.0
+    torch.testing.assert_close(variable_scales(batches, 4)[2], torch.tensor([1.0, 1.0, 1.0, 1.5], dtype=torch.float64))
+
+
+@pytest.mark.parametrize("data_step", [False, True])
+def test_a_constant_variable_does_not_move(data_step):
+    """``ValueScales.forecast``: a variable with ``step`` 0 (constant over the train samples) keeps its last value
+    (residual: a move of 0) or its center, whatever the head outputs; the others move by their steps."""
+    from tsattn.models.value_scales import ValueScales
+
+    scales = ValueScales(2, torch.nn.Linear(3, 1) if data_step else None)
+    scales.center.copy_(torch.tensor([5.0, 7.0]))
+    scales.spread.copy_(torch.tensor([2.0, 1.0]))
+    scales.step.copy_(torch.tensor([0.5, 0.0]))
+    if data_step:
+        torch.nn.init.ones_(scales.data_head.weight)
+    out, features = torch.tensor([[1.0], [1.0], [1.0], [1.0]]), torch.ones(4, 3)
+    var, seen = torch.tensor([0, 0, 1, 1]), torch.tensor([True, False, True, False])
+    extra = 3.0 if data_step else 0.0
+    residual = scales.forecast(out, features, seen, var, residual=True)[:, 0]
+    torch.testing.assert_close(residual, torch.tensor([0.5 + extra, 2.0 + extra, 0.0, 0.0]))
+    plain = scales.forecast(out, features, seen, var, residual=False)[:, 0]
+    torch.testing.assert_close(plain, torch.tensor([7.0 + extra, 7.0 + extra, 7.0, 7.0]))
 
 
 @pytest.mark.parametrize("attention,residual", list(itertools.product(ATTENTIONS, [True, False])))

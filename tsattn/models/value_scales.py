@@ -11,7 +11,9 @@ variable's. ``variable_scales`` measures, per variable on the fit's train sample
 - ``spread``: the median absolute deviation of its history observations from that median (the mean
   absolute deviation where that is 0, 1 where both are: a constant variable, or one never observed);
 - ``step``: the same spread of its changes, a target's value minus the last value of its variable in the
-  sample's history (targets of variables the history showed; ``spread`` where there are none).
+  sample's history (targets of variables the history showed; ``spread`` where there are none); 0 for a
+  variable constant over the train samples (every history value and target the same: PhysioNet's
+  MechVent), whose forecast is then its last value, or its center: what the data can tell of it.
 
 Both deviations are robust to the data-entry values that set a min-max range. The model reads
 ``asinh((value - center) / spread)`` (about the standardised value near the center, its logarithm in the
@@ -60,10 +62,13 @@ class ValueScales(nn.Module):
     def forecast(self, out: Tensor, features: Tensor, seen: Tensor, var: Tensor, *, residual: bool) -> Tensor:
         """The head's outputs ``out`` [Q, k] for queries of variables ``var`` [Q] -> moves on the data's scale:
         steps of the variable's ``step`` (``seen`` [Q] bool: its history showed the variable; residual), else of
-        its ``spread``, plus the data head's output of ``features`` [Q, d]; around ``center`` unless residual."""
-        out = out * (torch.where(seen, self.step[var], self.spread[var]) if residual else self.spread[var])[:, None]
+        its ``spread``, plus the data head's output of ``features`` [Q, d]; around ``center`` unless residual. A
+        variable constant over the train samples (``step`` 0) does not move: its last value, or its center."""
+        moves = self.step[var] > 0
+        spread = torch.where(moves, self.spread[var], 0.0)
+        out = out * (torch.where(seen, self.step[var], spread) if residual else spread)[:, None]
         if self.data_head is not None:
-            out = out + self.data_head(features)
+            out = out + self.data_head(features) * moves[:, None]
         return out if residual else out + self.center[var][:, None]
 
 
@@ -94,7 +99,7 @@ def _spread(values: Tensor, center: Tensor) -> Tensor:
 def variable_scales(batches: Iterable[dict[str, Tensor]], n_variables: int) -> tuple[Tensor, Tensor, Tensor]:
     """Per variable over ``batches`` (observation batches, ``IrregularTransformer.forward``'s keys): (center,
     spread, step), each [V] float64 (module docstring)."""
-    values, variables, changes, changed = [], [], [], []
+    values, variables, changes, changed, targets, targeted = [], [], [], [], [], []
     for batch in batches:
         x_mask, y_mask = batch["x_mask"], batch["y_mask"]
         values.append(batch["x_value"][x_mask].double())
@@ -104,8 +109,11 @@ def variable_scales(batches: Iterable[dict[str, Tensor]], n_variables: int) -> t
         has = y_mask & seen.gather(1, y_var)
         changes.append((batch["y_value"].double() - last.gather(1, y_var))[has])
         changed.append(y_var[has])
+        targets.append(batch["y_value"][y_mask].double())
+        targeted.append(y_var[y_mask])
     value, var = torch.cat(values), torch.cat(variables)
     change, change_var = torch.cat(changes), torch.cat(changed)
+    target, target_var = torch.cat(targets), torch.cat(targeted)
     center = torch.zeros(n_variables, dtype=torch.float64)
     spread = torch.ones(n_variables, dtype=torch.float64)
     step = torch.ones(n_variables, dtype=torch.float64)
@@ -120,4 +128,7 @@ def variable_scales(batches: Iterable[dict[str, Tensor]], n_variables: int) -> t
         step[v] = _spread(own_change, own_change.new_zeros(())) if own_change.numel() else spread[v]
         if step[v] <= 0:
             step[v] = spread[v]
+        every = torch.cat([own, target[target_var == v]])
+        if own.numel() and bool((every == every[0]).all()):    # constant over the train samples
+            step[v] = 0.0
     return center, spread, step
