@@ -27,8 +27,7 @@ import pandas as pd
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.fit_data import FitData  # noqa: E402
-from benchmarks.per_variable import forecast_frames, load_mean  # noqa: E402
+from benchmarks.per_variable import load_frames  # noqa: E402
 
 
 def blend_weights(var: np.ndarray, model: np.ndarray, last: np.ndarray, observed: np.ndarray,
@@ -76,12 +75,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--out", type=pathlib.Path, help="append a JSON line with the figures here")
     parser.add_argument("--table", type=pathlib.Path, help="write the per-variable table as CSV here")
     args = parser.parse_args(argv)
-    import torch
-
-    torch.set_num_threads(1)
-    model = load_mean(args.ckpt)
-    data = FitData.of(model, str(args.ckpt[0]))
-    frames = forecast_frames(model, data, args.split)
+    _, data, frames = load_frames(args.ckpt, args.split)
     names = frames["model"][data.variable_column]
     codes, var = np.unique(names.to_numpy(), return_inverse=True)
     scale = names.map(data.scale).to_numpy(dtype=np.float64)

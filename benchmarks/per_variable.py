@@ -113,6 +113,17 @@ def forecast_frames(model: Any, data: FitData, split: str) -> dict[str, pd.DataF
     return frames
 
 
+def load_frames(paths: Sequence[pathlib.Path], split: str) -> tuple[Any, FitData, dict[str, pd.DataFrame]]:
+    """The model of ``paths`` (``load_mean``), its data (``FitData``) and ``forecast_frames`` on ``split``, with
+    one torch thread."""
+    import torch
+
+    torch.set_num_threads(1)
+    model = load_mean(paths)
+    data = FitData.of(model, str(paths[0]))
+    return model, data, forecast_frames(model, data, split)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ckpt", type=pathlib.Path, nargs="+", required=True,
@@ -124,12 +135,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                              "is its mean)")
     parser.add_argument("--out", type=pathlib.Path, help="write the table as CSV here too")
     args = parser.parse_args(argv)
-    import torch
-
-    torch.set_num_threads(1)
-    model = load_mean(args.ckpt)
-    data = FitData.of(model, str(args.ckpt[0]))
-    frames = forecast_frames(model, data, args.split)
+    model, data, frames = load_frames(args.ckpt, args.split)
     out = compare(frames, data.scale, data.variable_column)
     out["share_of_metric"] = out["mse"] / out["mse"].sum()
     if args.by_history:

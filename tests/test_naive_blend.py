@@ -50,7 +50,7 @@ def test_cross_fitting_scores_each_half_with_the_other_halfs_weights(blend):
     np.testing.assert_allclose(out["mse"][0], blend.per_variable_mse(var, mixed, truth, 2))
 
 
-def test_the_script_on_a_tiny_protocol_fit(blend, tmp_path, capsys):
+def test_the_script_on_a_tiny_protocol_fit(blend, benchmark_script, tmp_path, capsys):
     """From a checkpoint: the frames of the model and the last observation hold the same targets of the
     validation stays, row for row, and the record's figures are the per-variable means of them."""
     import json
@@ -69,9 +69,7 @@ def test_the_script_on_a_tiny_protocol_fit(blend, tmp_path, capsys):
     assert blend.main(["--ckpt", str(ckpt), "--halvings", "2", "--out", str(tmp_path / "r.jsonl"),
                        "--table", str(tmp_path / "t.csv")]) == 0
     record = json.loads((tmp_path / "r.jsonl").read_text())
-    loaded = Forecaster.load(ckpt)
-    data = blend.FitData.of(loaded)
-    frames = blend.forecast_frames(loaded, data, "val")
+    _, data, frames = benchmark_script("per_variable").load_frames([ckpt], "val")
     model, last = frames["model"], frames["last_observation"]
     assert set(model["patient"]) == data.series_ids("val")
     assert model[["patient", "name", "cutoff", "lead", "observed"]].equals(last[["patient", "name", "cutoff", "lead", "observed"]])
