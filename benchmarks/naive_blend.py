@@ -95,7 +95,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
               "seed": args.seed, "model_mse": float(base.mean()), "last_observation_mse": float(last.mean()),
               "mixed_mse_mean": float(metric.mean()), "mixed_mse_std": float(metric.std()),
               "largest_share": {"variable": str(table.index[0]),
-                                "share": float(table["gain_e3"].iloc[0] / 1e3 / total_gain) if total_gain else None}}
+                                "share": float(table["gain_e3"].iloc[0] / 1e3 / total_gain) if total_gain > 0 else None}}
     print(f"{args.split}: model {base.mean():.4e}, last observation {last.mean():.4e}, mixed per variable "
           f"(cross-fitted over {args.halvings} halvings) {metric.mean():.4e} +- {metric.std():.1e} "
           f"({metric.mean() / base.mean() - 1:+.2%})")
