@@ -23,22 +23,23 @@ from typing import Optional, Sequence
 
 import numpy as np
 import pandas as pd
+import torch
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.per_variable import load_frames  # noqa: E402
+from tsattn.lightning.module import naive_weights  # noqa: E402
 
 
 def blend_weights(var: np.ndarray, model: np.ndarray, last: np.ndarray, observed: np.ndarray,
                   n_variables: int) -> np.ndarray:
     """Per variable (``var``: codes 0..V-1 per target) the least-squares ``alpha`` of ``last + alpha * (model -
     last)`` against ``observed``, clipped to [0, 1]; 1 (the model) for a variable without targets or where the
-    two forecasts agree on every target."""
-    move, miss = model - last, observed - last
-    num = np.bincount(var, weights=move * miss, minlength=n_variables)
-    den = np.bincount(var, weights=move * move, minlength=n_variables)
-    return np.where(den > 0, np.clip(num / np.where(den > 0, den, 1.0), 0.0, 1.0), 1.0)
+    two forecasts agree on every target (``ForecastModule.blend_naive``'s rule, without its minimum count)."""
+    return naive_weights(torch.from_numpy(np.asarray(model - last, dtype=np.float64)),
+                         torch.from_numpy(np.asarray(observed - last, dtype=np.float64)),
+                         torch.from_numpy(np.asarray(var, dtype=np.int64)), n_variables, min_points=1).numpy()
 
 
 def per_variable_mse(var: np.ndarray, forecast: np.ndarray, observed: np.ndarray, n_variables: int) -> np.ndarray:

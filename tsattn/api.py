@@ -79,6 +79,8 @@ class Forecaster:
             the others with the pinball loss; ``predict`` adds the intervals (``OT-lo-80``, ``OT-hi-80``).
         levels: the same said as central intervals in percent (``[80, 95]``); not with ``quantiles``.
         calibrate: after a fit, calibrate the intervals on the validation split (``calibrate()``).
+        blend_naive: after a fit (before ``calibrate``), move each output column's forecast towards the naive
+            forecast as far as the validation split says (``blend_naive()``).
         compile: ``torch.compile`` the model for training and evaluation (off by default: on CPU the
             eager models train faster; the observation task always runs eagerly); ``predict`` runs eagerly.
 
@@ -109,6 +111,7 @@ class Forecaster:
         quantiles: Optional[list[float]] = None,
         levels: Optional[list[float]] = None,
         calibrate: bool = False,
+        blend_naive: bool = False,
     ) -> None:
         self.task = task_of_model(model)
         defaults = estimator_defaults(model)  # what the model's benchmarks train with
@@ -131,6 +134,7 @@ class Forecaster:
         if calibrate and not self.config["quantiles"]:
             raise ValueError("calibrate=True widens or narrows intervals: give quantiles=[...] or levels=[...] too")
         self.calibrate_on_fit = bool(calibrate)
+        self.blend_naive_on_fit = bool(blend_naive)
         self._lookback, self._horizon, self.batch_size, self.seed = lookback, horizon, batch_size, int(seed)
         self._given_spans = (lookback, horizon)  # what a fit samples with (fit fills lookback / horizon in)
         # validate the model's settings now rather than after the data is read
@@ -232,9 +236,41 @@ class Forecaster:
                     default_root_dir=default_root_dir, enable_checkpointing=enable_checkpointing, **trainer_options)
         self.module, self.datamodule, self.trainer, self._record = module, dm, run.trainer, None
         self.best_model_path, self.accelerator = run.best_model_path, run.accelerator
+        if self.blend_naive_on_fit:
+            self.blend_naive()
         if self.calibrate_on_fit:
             self.calibrate()
         return self
+
+    def blend_naive(self, data: Optional[DataLike] = None, split: str = "val") -> "Forecaster":
+        """Per output column (channel, or variable), move the forecast towards the naive forecast (the
+        window's last row; the variable's last observed value) as far as ``split`` of ``data`` (default: the
+        fit's validation split) says: ``naive + w * (model - naive)``, ``w`` in [0, 1] the least-squares
+        weight over that column's targets there (``ForecastModule.blend_naive``). A column the model forecasts
+        worse than carrying the last value forward then forecasts (nearly) that; one it forecasts well keeps
+        ``w`` near 1. ``naive_weights`` shows the weights. A quantile model's quantiles move with its median,
+        and intervals calibrated before are calibrated again on the same split. Applies to ``predict``,
+        ``evaluate`` and ``backtest``; kept by ``save``."""
+        module = self._require_fit()
+        check_choice("split", split, SPLITS)
+        dm = self._datamodule(data)
+        dm.setup("test")
+        module.blend_naive(dm.evaluation_loader(split))
+        if module.quantile_spec is not None and bool(module.calibrated):   # intervals of the unblended forecast
+            module.calibrate(dm.evaluation_loader(split))
+        return self
+
+    @property
+    def naive_weights(self) -> Optional[pd.Series]:
+        """The weight of the model's change from the naive forecast per output column (``blend_naive``),
+        indexed by the channel or variable name; None before ``blend_naive``."""
+        module = self._require_fit()
+        if not bool(module.naive_blended):
+            return None
+        scaler = ((self.data_record or {}).get("fitted") or {}).get("scaler") or {}
+        names = scaler.get("names")
+        index = [str(names[i]) for i in module.output_index] if names else list(range(module.naive_weight.numel()))
+        return pd.Series(module.naive_weight.double().cpu().numpy(), index=index, name="naive_weight")
 
     def calibrate(self, data: Optional[DataLike] = None, split: str = "val") -> "Forecaster":
         """Conformal calibration of a quantile model's intervals on ``split`` of ``data`` (default: the

@@ -148,6 +148,9 @@ class ForecastModule(pl.LightningModule):
         self.register_buffer("naive_scale", torch.full((n_out,), float("nan"), dtype=torch.float64), persistent=False)
         if loss_reduction == "dataset":  # per output variable: (train samples) / (variables x its targets)
             self.register_buffer("target_weight", torch.full((n_out,), float("nan")), persistent=False)
+        # the weight of the model's change from the naive forecast per output column (``blend_naive``; 1: the model)
+        self.register_buffer("naive_weight", torch.ones(n_out))
+        self.register_buffer("naive_blended", torch.tensor(False))
         self.quantile_spec = None if quantiles is None else QuantileSpec.of(quantiles)
         if self.quantile_spec is not None:  # conformal widening of each interval per output column (scaled units)
             self.register_buffer("interval_shift", torch.zeros(len(self.quantile_spec.pairs), n_out))
@@ -270,21 +273,8 @@ class ForecastModule(pl.LightningModule):
         spec = self.quantile_spec
         if spec is None or not spec.pairs:
             raise ValueError("calibration needs a quantile model with at least one interval (quantiles=[0.1, 0.5, 0.9])")
-        was_training = self.training
-        self.eval()
         self.calibrated.fill_(False)
-        preds, targets, columns = [], [], []
-        try:
-            for batch in loader:
-                batch = {key: value.to(self.device) for key, value in batch.items()}
-                with torch.compiler.set_stance("force_eager"):
-                    p, y, c = self.task.calibration_points(self, batch)
-                preds.append(p.double())
-                targets.append(y.double())
-                columns.append(c)
-        finally:
-            self.train(was_training)
-        pred, target, column = torch.cat(preds), torch.cat(targets), torch.cat(columns)   # [N, Q], [N], [N]
+        pred, target, column = self._points(loader, self.task.calibration_points)        # [N, Q], [N], [N]
         error = (pred[:, spec.median] - target).abs()
         n_columns = self.interval_shift.shape[1]
         own = torch.bincount(column, minlength=n_columns) >= min_points
@@ -301,10 +291,48 @@ class ForecastModule(pl.LightningModule):
         self.calibrated.fill_(True)
         return self.interval_shift
 
+    @torch.no_grad()
+    def blend_naive(self, loader: Any, min_points: int = 30) -> Tensor:
+        """Fit, per output column (channel or variable), how far the forecast moves from the naive one
+        (the window's last row; the variable's last observed value), on ``loader`` (the validation split):
+        the forecast becomes ``naive + w * (model - naive)`` with ``w`` in [0, 1] the least-squares weight
+        over the column's targets (``naive_weights``): 1 keeps the model's forecast, 0 is the naive one. A
+        column the model forecasts worse than the naive forecast moves towards it; a target without a naive
+        forecast (a variable the history never showed) keeps the model's. A column with fewer than
+        ``min_points`` targets keeps ``w = 1``. Sets ``naive_weight`` [C] and ``naive_blended``; returns the
+        weights. A quantile model's quantiles all move with the median; calibrate its intervals after this."""
+        self.naive_blended.fill_(False)
+        pred, naive, target, column = self._points(loader, self.task.blend_points)
+        weight = naive_weights(pred - naive, target - naive, column, self.naive_weight.numel(), min_points)
+        self.naive_weight.copy_(weight.to(self.naive_weight.dtype))
+        self.naive_blended.fill_(True)
+        return self.naive_weight
+
+    def _points(self, loader: Any, points: Any) -> list[Tensor]:
+        """``points(self, batch)`` (a task's ``calibration_points`` or ``blend_points``) over ``loader``, in eval
+        mode and eagerly, concatenated (floating tensors in float64). Raises ``ValueError`` for no targets."""
+        was_training = self.training
+        self.eval()
+        parts: list[tuple[Tensor, ...]] = []
+        try:
+            for batch in loader:
+                batch = {key: value.to(self.device) for key, value in batch.items()}
+                with torch.compiler.set_stance("force_eager"):
+                    parts.append(tuple(t.double() if t.is_floating_point() else t for t in points(self, batch)))
+        finally:
+            self.train(was_training)
+        if sum(part[0].shape[0] for part in parts) == 0:
+            raise ValueError("the data has no targets to fit on: pass a split with targets (split='val' of the fit's data)")
+        return [torch.cat(column) for column in zip(*parts)]
+
     def _load_from_state_dict(self, state_dict: dict, prefix: str, *args: Any, **kwargs: Any) -> None:
         # quantile checkpoints written before the width floor existed: no floor (as they were calibrated)
         if self.quantile_spec is not None and prefix + "interval_shift" in state_dict:
             state_dict.setdefault(prefix + "interval_floor", torch.zeros_like(self.interval_floor))
+        # checkpoints written before the naive blend existed: not blended
+        if prefix + "y_mean" in state_dict:
+            state_dict.setdefault(prefix + "naive_weight", torch.ones_like(self.naive_weight))
+            state_dict.setdefault(prefix + "naive_blended", torch.tensor(False))
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     # -- steps -------------------------------------------------------------------------------------
@@ -371,6 +399,20 @@ class ForecastModule(pl.LightningModule):
             opt, max_lr=[group["lr"] for group in opt.param_groups], total_steps=int(total), pct_start=self.hparams.pct_start
         )
         return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
+
+
+def naive_weights(change: Tensor, error: Tensor, column: Tensor, n_columns: int, min_points: int = 30) -> Tensor:
+    """Per column, the weight ``w`` in [0, 1] that minimises ``sum((error - w * change) ** 2)`` over the
+    column's points: ``change`` [N] is the model's forecast minus the naive one, ``error`` [N] the target
+    minus the naive one, ``column`` [N] each point's column in 0..n_columns-1. ``w = sum(change * error) /
+    sum(change ** 2)``, clipped to [0, 1]; 1 (the model as it is) for a column with fewer than ``min_points``
+    points or whose forecast never leaves the naive one. Returns [n_columns] in float64."""
+    change, error, column = change.double(), error.double(), column.long()
+    cross = torch.zeros(n_columns, dtype=torch.float64, device=change.device).index_add_(0, column, change * error)
+    power = torch.zeros_like(cross).index_add_(0, column, change * change)
+    count = torch.bincount(column, minlength=n_columns)[:n_columns]
+    weight = torch.where(power > 0, cross / power.clamp_min(torch.finfo(torch.float64).tiny), torch.ones_like(cross))
+    return torch.where(count >= min_points, weight.clamp(0.0, 1.0), torch.ones_like(weight))
 
 
 FLOOR_FRACTIONS = (0.0, 0.1, 0.3, 1.0)

@@ -121,6 +121,20 @@ class Task:
                 kwargs["median_index"] = QuantileSpec.of(hparams.quantiles).median
         return kwargs
 
+    def finish(self, module: "ForecastModule", pred: Tensor, column: Optional[Tensor], batch: dict[str, Tensor]) -> Tensor:
+        """The net's raw outputs of ``batch`` -> the forecast: once ``ForecastModule.blend_naive`` has fit the
+        weights, each output column's change from the naive forecast scaled by its weight ``w`` in [0, 1]
+        (``naive + w * (pred - naive)``, every quantile alike; targets without a naive forecast as they
+        are), then ``finish_quantiles``. ``column`` as for ``finish_quantiles``."""
+        if bool(module.naive_blended):
+            naive, has = self.naive_points(module, batch)
+            weight = module.naive_weight if column is None else module.naive_weight[column]
+            naive, weight = naive.to(pred.dtype), weight.to(pred.dtype)
+            if module.quantile_spec is not None:                           # one weight for every quantile
+                naive, has, weight = naive[..., None], has[..., None], weight[..., None]
+            pred = torch.where(has, naive + weight * (pred - naive), pred)
+        return self.finish_quantiles(module, pred, column)
+
     def finish_quantiles(self, module: "ForecastModule", pred: Tensor, column: Optional[Tensor]) -> Tensor:
         """A quantile model's raw outputs [..., Q] sorted (``sorted_quantiles``) and, once calibrated,
         each interval widened (or narrowed) on both sides by its conformal shift times its width, the
@@ -184,10 +198,34 @@ class Task:
             out.update({f"{k}_orig": v for k, v in units.items() if not k.startswith("coverage")})
         return out
 
-    def calibration_points(self, module: "ForecastModule", batch: dict[str, Tensor]) -> tuple[Tensor, Tensor, Tensor]:
-        """A quantile model's sorted raw forecasts of ``batch``'s targets [N, Q] (scaled), the targets
-        [N] and each point's output column [N] (its channel or variable): what calibration reads."""
+    def targets(self, batch: dict[str, Tensor]) -> tuple[Tensor, Tensor, Tensor]:
+        """``batch``'s target values, each target's output column (its channel or variable) and which
+        targets are real (not padding), each in the layout of the point forecast."""
         raise NotImplementedError
+
+    def naive_points(self, module: "ForecastModule", batch: dict[str, Tensor]) -> tuple[Tensor, Tensor]:
+        """The naive forecast of every target of ``batch`` (scaled; in the layout of the point forecast)
+        and whether it has one: the window's last row (window task), the variable's last value in the
+        history (observation task; none for a variable the history never showed)."""
+        raise NotImplementedError
+
+    def calibration_points(self, module: "ForecastModule", batch: dict[str, Tensor]) -> tuple[Tensor, Tensor, Tensor]:
+        """A quantile model's sorted forecasts of ``batch``'s real targets [N, Q] (scaled), the targets
+        [N] and each point's output column [N] (its channel or variable): what calibration reads."""
+        pred = self.forward(module, batch)
+        target, column, real = self.targets(batch)
+        return pred[real], target[real], column[real]
+
+    def blend_points(self, module: "ForecastModule", batch: dict[str, Tensor]) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """The point forecasts [N] of ``batch``'s real targets that have a naive forecast, those naive
+        forecasts [N], the targets [N] and their output columns [N]: what ``blend_naive`` reads."""
+        pred = self.forward(module, batch)
+        if module.quantile_spec is not None:
+            pred = pred[..., module.quantile_spec.median]
+        target, column, real = self.targets(batch)
+        naive, has = self.naive_points(module, batch)
+        keep = real & has
+        return pred[keep], naive[keep].to(pred.dtype), target[keep], column[keep]
 
     def to_original(self, module: "ForecastModule", pred: Tensor, batch: dict[str, Tensor]) -> Tensor:
         """Scaled forecasts of ``batch``'s targets -> original units."""

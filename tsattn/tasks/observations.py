@@ -22,6 +22,7 @@ from ..data.observations.backtest import backtest_frame, backtest_samples, in_sa
 from ..data.observations.datamodule import ObservationDataModule
 from ..data.validation import SPLITS, check_span
 from ..metrics import PerVariableError, QuantileError
+from ..models.baselines import last_values
 from .base import Task, point_loss, quantile_training_loss
 from .quantiles import QuantileSpec
 
@@ -112,7 +113,7 @@ class ObservationTask(Task):
         """[B, Ny] (quantile models: [B, Ny, Q], sorted, calibrated), scaled units, 0 at padding."""
         with self.context():
             pred = module.net(*(batch[key] for key in INPUTS), **_static(batch))
-        return self.finish_quantiles(module, pred, batch["y_var"])
+        return self.finish(module, pred, batch["y_var"], batch)
 
     def training_loss(self, module: "ForecastModule", batch: dict[str, Tensor]) -> Tensor:
         with self.context():                       # the raw outputs: each quantile's loss reaches only itself
@@ -178,9 +179,14 @@ class ObservationTask(Task):
             scale, mean, mask = scale[..., None], mean[..., None], mask[..., None]
         return torch.where(mask, pred * scale + mean, 0.0)
 
-    def calibration_points(self, module: "ForecastModule", batch: dict[str, Tensor]) -> tuple[Tensor, Tensor, Tensor]:
-        pred, mask = self.forward(module, batch), batch["y_mask"]
-        return pred[mask], batch["y_value"][mask], batch["y_var"][mask]
+    def targets(self, batch: dict[str, Tensor]) -> tuple[Tensor, Tensor, Tensor]:
+        return batch["y_value"], batch["y_var"], batch["y_mask"]
+
+    def naive_points(self, module: "ForecastModule", batch: dict[str, Tensor]) -> tuple[Tensor, Tensor]:
+        V = module.hparams.n_channels
+        values, seen = last_values(batch["x_time"], batch["x_var"], batch["x_value"], batch["x_mask"], V)   # [B, V]
+        var = batch["y_var"].long().clamp(0, V - 1)
+        return values.gather(1, var), seen.gather(1, var)
 
     # -- forecasting ------------------------------------------------------------------------------------
     def forecast(self, module: "ForecastModule", dm: ObservationDataModule, *, at: Optional[Any] = None,

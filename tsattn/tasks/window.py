@@ -92,7 +92,7 @@ class WindowTask(Task):
         y = module.net(batch["x"], batch.get("t_x"))
         index = module.hparams.target_index
         y = y if index is None else y[:, :, index]                       # channels: axis 2 of [B, H, C (, Q)]
-        return self.finish_quantiles(module, y, None)
+        return self.finish(module, y, None, batch)
 
     def training_loss(self, module: "ForecastModule", batch: dict[str, Tensor]) -> Tensor:
         index = module.hparams.target_index
@@ -140,10 +140,17 @@ class WindowTask(Task):
             scale, mean = scale[:, None], mean[:, None]
         return pred * scale + mean
 
-    def calibration_points(self, module: "ForecastModule", batch: dict[str, Tensor]) -> tuple[Tensor, Tensor, Tensor]:
-        pred, y = self.forward(module, batch), batch["y"]                 # [B, H, C, Q], [B, H, C]
+    def targets(self, batch: dict[str, Tensor]) -> tuple[Tensor, Tensor, Tensor]:
+        y = batch["y"]                                                     # [B, H, C_out]
         channel = torch.arange(y.shape[-1], device=y.device).expand_as(y)
-        return pred.reshape(-1, pred.shape[-1]), y.reshape(-1), channel.reshape(-1)
+        return y, channel, torch.ones_like(y, dtype=torch.bool)
+
+    def naive_points(self, module: "ForecastModule", batch: dict[str, Tensor]) -> tuple[Tensor, Tensor]:
+        last = batch["x"][:, -1, :]                                        # [B, C_in]: the window's last row
+        index = module.hparams.target_index
+        last = last if index is None else last[:, index]
+        naive = last[:, None, :].expand(-1, int(module.hparams.horizon), -1)   # [B, H, C_out]
+        return naive, torch.ones_like(naive, dtype=torch.bool)
 
     # -- forecasting ------------------------------------------------------------------------------------
     def check_request(self, *, at: Optional[Any] = None, origin: Optional[Any] = None) -> None:
