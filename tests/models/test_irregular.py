@@ -683,3 +683,39 @@ def test_a_patch_token_reads_the_set_of_its_observations():
     torch.testing.assert_close(model(**swapped)[query], model(**batch)[query], rtol=1e-10, atol=1e-10)
     knots = build("continuous")
     assert (knots(**swapped) - knots(**batch))[query].abs().max() > 1e-6
+
+
+def test_count_features_read_how_often_each_variable_was_observed():
+    """The option draws the other weights as without it; with its embedding at zero the forecast is the model's
+    without it; otherwise one more observation of a variable (a repeat of the last, 1e-6 earlier) moves that
+    series' forecasts otherwise than in the same model without counts, and no other series'."""
+    drawn = []
+    for kw in ({}, {"count_features": True}):
+        torch.manual_seed(0)
+        drawn.append(dict(IrregularTransformer(V, d_model=16, n_heads=2, d_ff=32, **kw).named_parameters()))
+    assert set(drawn[1]) - set(drawn[0]) == {"count_embedding.weight", "count_embedding.bias"}
+    torch.testing.assert_close({k: drawn[1][k] for k in drawn[0]}, drawn[0], rtol=0.0, atol=0.0)
+    batch = observation_batch(dtype=torch.float64)
+    plain, model = build(), build(count_features=True)       # not residual: an output layer that is not zero
+    missing = model.load_state_dict(plain.state_dict(), strict=False).missing_keys
+    assert sorted(missing) == ["count_embedding.bias", "count_embedding.weight"]
+    with torch.no_grad():
+        model.count_embedding.weight.zero_()
+        model.count_embedding.bias.zero_()
+    torch.testing.assert_close(model(**batch), plain(**batch), rtol=0.0, atol=0.0)
+    with torch.no_grad():
+        model.count_embedding.weight.normal_()
+    # series 2: its last real observation repeated 1e-6 earlier (continuous attention: an interval of no length)
+    b, n = 2, int(torch.nonzero(batch["x_mask"][2]).max())
+    extra = {k: torch.cat([v, v[:, n:n + 1]], dim=1) for k, v in batch.items() if k.startswith("x_")}
+    extra["x_time"][b, -1] -= 1e-6
+    extra["x_mask"][[0, 1, 3], -1] = False
+    repeated = dict(batch, **extra)
+    change = model(**repeated) - model(**batch)
+    change_without = plain(**repeated) - plain(**batch)       # the same weights, no counts: the knot alone
+    real = batch["y_mask"]
+    assert (change - change_without)[b][real[b]].abs().max() > 1e-4
+    others = [0, 1, 3]
+    torch.testing.assert_close(change[others], torch.zeros_like(change[others]), rtol=0.0, atol=1e-12)
+    with pytest.raises(TypeError, match="count_features"):
+        IrregularTransformer(V, count_features=1)

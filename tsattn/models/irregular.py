@@ -398,6 +398,11 @@ class IrregularTransformer(nn.Module):
             fit starts (``fit_statistics``; ``tsattn.models.value_scales``).
         data_step: with ``value_norm="variable"``, a second output on the data's scale (starting at zero), so
             that a forecast can also move by amounts that are large for its variable. False: none.
+        count_features: add a learned embedding of ``log(1 + n)``, ``n`` the number of a variable's observations
+            in the history, to that variable's state (before the variable blocks; the queries read the state).
+            The attentions average over a variable's knots (continuous attention over their time span), so
+            how often a variable was measured (in clinical data, often how worried the staff were) is
+            otherwise hard to read. False: none (the model as before, the same weights drawn).
     """
 
     def __init__(
@@ -430,6 +435,7 @@ class IrregularTransformer(nn.Module):
         history_variable_dropout: float = 0.0,
         value_norm: str = "none",
         data_step: bool = False,
+        count_features: bool = False,
     ) -> None:
         super().__init__()
         check_quantile_count(n_quantiles)
@@ -499,6 +505,9 @@ class IrregularTransformer(nn.Module):
             history_dropout=history_dropout, history_variable_dropout=history_variable_dropout)
         self.value_scales = value_scales(value_norm, data_step, n_variables,   # None: the data's scale
                                          lambda: quantile_head(d_model, 1, n_quantiles, median_index))
+        if not isinstance(count_features, bool):
+            raise TypeError(f"`count_features` must be True or False, got {count_features!r}")
+        self.count_embedding = nn.Linear(1, d_model) if count_features else None   # created last, as above
 
     def fit_statistics(self, loader: Iterable[dict[str, Tensor]], **facts: Any) -> None:
         """What the model takes from the fit's train samples (``Task.fit_statistics`` calls it): with
@@ -619,6 +628,7 @@ class IrregularTransformer(nn.Module):
         value_flat = x_value.reshape(-1)[order].to(dtype)
         read_flat = value_flat if self.value_scales is None else self.value_scales.read(value_flat, var_flat)
         tokens_flat = self.value_embedding(read_flat[:, None]) + self.variable_embedding(var_flat)    # [E, d]
+        observations = counts                                              # [B * V] per (series, variable)
         last = x_time.new_zeros(B * V, 3)                                  # value, time, value as read
         if order.numel():
             end = torch.cumsum(counts, 0) - 1                                               # last element of a key
@@ -640,6 +650,8 @@ class IrregularTransformer(nn.Module):
                 raise ValueError(f"this model reads {self.n_static} static covariates: pass static [B, "
                                  f"{2 * self.n_static}] (got {None if static is None else tuple(static.shape)})")
             state = state + self.static_embedding(static.to(dtype))[:, None, :]
+        if self.count_embedding is not None:                      # how often each variable was observed
+            state = state + self.count_embedding(torch.log1p(observations.to(dtype)).view(B, V, 1)) * observed
 
         patch_layout = None
         if self.patch_length is not None and order.numel():
