@@ -117,3 +117,26 @@ def test_evaluation_and_fast_dev_run_write_nothing(series_csv, tmp_path):
     quick = tsattn("fit", "--config", str(config), "--trainer.fast_dev_run=true", cwd=elsewhere)
     assert quick.returncode == 0, quick.stderr[-3000:]
     assert files(elsewhere) == []
+
+
+def test_adjust_blends_a_checkpoint_into_a_new_file_and_refuses_what_it_cannot_do(series_csv, tmp_path):
+    fit = tsattn("fit", "--data.data", "my.csv", "--data.lookback", "24", "--data.horizon", "6",
+                 "--model.model_kwargs", TINY_WINDOW, "--trainer.default_root_dir", "run", *QUIET, cwd=tmp_path)
+    assert fit.returncode == 0, fit.stderr[-3000:]
+    ckpt = pathlib.Path(fit.stdout.strip().splitlines()[-1])
+    before = ckpt.read_bytes()
+    out = tsattn("adjust", "--ckpt", str(ckpt), "--blend-naive", "-o", "blended.ckpt", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "naive blend weights" in out.stdout and pathlib.Path(out.stdout.strip().splitlines()[-1]).name == "blended.ckpt"
+    assert ckpt.read_bytes() == before                                       # the input is not touched
+    expected = Forecaster.load(ckpt).blend_naive(series_csv)                  # the same fit, in this process
+    adjusted = Forecaster.load(tmp_path / "blended.ckpt")
+    pd.testing.assert_series_equal(adjusted.naive_weights, expected.naive_weights, rtol=1e-6)
+    pd.testing.assert_frame_equal(adjusted.predict(series_csv), expected.predict(series_csv), rtol=1e-6)
+    nothing = tsattn("adjust", "--ckpt", str(ckpt), "-o", "x.ckpt", cwd=tmp_path)
+    assert nothing.returncode == 2 and "nothing to adjust" in nothing.stderr
+    over = tsattn("adjust", "--ckpt", str(ckpt), "--blend-naive", "-o", str(ckpt), cwd=tmp_path)
+    assert over.returncode == 2 and "new file" in over.stderr and ckpt.read_bytes() == before
+    point = tsattn("adjust", "--ckpt", str(ckpt), "--calibrate", "-o", "x.ckpt", cwd=tmp_path)
+    assert point.returncode == 1 and "quantile model" in point.stderr and "Traceback" not in point.stderr
+    assert not (tmp_path / "x.ckpt").exists()

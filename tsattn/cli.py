@@ -4,6 +4,7 @@
     tsattn fit --data.data my.csv --data.lookback 96 --data.horizon 24 --data.target OT   # no YAML
     tsattn test --config configs/ETTh1/patchtst_continuous_96.yaml --ckpt_path <checkpoint>
     tsattn forecast --ckpt <checkpoint> --data my.csv -o forecast.csv      # (tsattn predict: the same)
+    tsattn adjust --ckpt <checkpoint> --blend-naive --calibrate -o adjusted.ckpt
     tsattn fit --config ... --print_config
 
 The YAML file is the record of an experiment; this module holds no logic beyond the links of
@@ -21,8 +22,10 @@ What the console script writes: ``fit`` writes its run (logs, checkpoints, the c
 ``trainer.default_root_dir`` (the config's, ``--trainer.default_root_dir``, else Lightning's
 ``./lightning_logs``) and prints the best checkpoint's path as its last line of standard output;
 ``fast_dev_run`` writes no checkpoint. ``test`` and ``validate`` write nothing unless given a
-``default_root_dir``. ``forecast`` writes only the ``-o`` file (or standard output). Exit status: 0
-on success, 2 on bad usage, 1 on bad data (the ``DataError`` text on standard error).
+``default_root_dir``. ``forecast`` writes only the ``-o`` file (or standard output). ``adjust`` fits
+``Forecaster.blend_naive`` and / or ``Forecaster.calibrate`` to a checkpoint on a split of the data it
+was fit on (or ``--data``) and writes the adjusted checkpoint to ``-o`` only (never over its input).
+Exit status: 0 on success, 2 on bad usage, 1 on bad data (the ``DataError`` text on standard error).
 """
 from __future__ import annotations
 
@@ -40,6 +43,7 @@ from .lightning import ForecastModule
 
 DEFAULT_DATA_CLASS = "tsattn.data.CSVDataModule"
 FORECAST_COMMANDS = ("forecast", "predict")
+ADJUST_COMMAND = "adjust"
 
 
 class ForecastCLI(LightningCLI):
@@ -152,11 +156,58 @@ def forecast_main(argv: list[str], prog: str = "tsattn forecast") -> int:
     return 0
 
 
+def _adjust_parser(prog: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=prog, description="Fit the post-training adjustments of a checkpoint (written by Forecaster.save or "
+                               "tsattn fit) on a split of its data, and write the adjusted checkpoint: the naive blend "
+                               "(Forecaster.blend_naive), then the intervals' calibration (Forecaster.calibrate).")
+    parser.add_argument("--ckpt", "--ckpt_path", required=True, help="the checkpoint")
+    parser.add_argument("--blend-naive", action="store_true",
+                        help="per channel (variable), move the forecast towards the naive one as far as the split says")
+    parser.add_argument("--calibrate", action="store_true", help="calibrate a quantile model's intervals on the split")
+    parser.add_argument("--split", default="val", help="the split to fit them on (default: val)")
+    parser.add_argument("--data", "--data.data", help="the data to fit them on: a CSV file or a registered name, read "
+                                                       "as the model's data was (default: the data it was fit on)")
+    parser.add_argument("-o", "--output", required=True, help="the adjusted checkpoint to write (a new file)")
+    return parser
+
+
+def adjust_main(argv: list[str], prog: str = f"tsattn {ADJUST_COMMAND}") -> int:
+    """``tsattn adjust``: a checkpoint in, the same model with its blend and / or calibration fit out."""
+    from .api import Forecaster
+
+    args = _adjust_parser(prog).parse_args(argv)
+    if not (args.blend_naive or args.calibrate):
+        print(f"{prog}: error: nothing to adjust: pass --blend-naive and / or --calibrate", file=sys.stderr)
+        return 2
+    output = Path(args.output).expanduser()
+    if output.exists() and output.resolve() == Path(args.ckpt).expanduser().resolve():
+        print(f"{prog}: error: -o names the input checkpoint; write the adjusted model to a new file", file=sys.stderr)
+        return 2
+    try:
+        f = Forecaster.load(args.ckpt)
+        if args.blend_naive:
+            f.blend_naive(args.data, split=args.split)
+        if args.calibrate:
+            f.calibrate(args.data, split=args.split)
+        f.save(output)
+    except (DataError, ValueError, FileNotFoundError, RuntimeError) as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 1
+    if args.blend_naive:
+        weights = ", ".join(f"{name} {w:.2f}" for name, w in f.naive_weights.items())
+        print(f"naive blend weights (1: the model's forecast, 0: the naive one): {weights}")
+    print(output.resolve())
+    return 0
+
+
 def main(args: Optional[list[str]] = None) -> int:
     """Entry point of the ``tsattn`` console script (``args`` for programmatic use); the exit status."""
     argv = list(sys.argv[1:] if args is None else args)
     if argv and argv[0] in FORECAST_COMMANDS:
         return forecast_main(argv[1:], prog=f"tsattn {argv[0]}")
+    if argv and argv[0] == ADJUST_COMMAND:
+        return adjust_main(argv[1:])
     try:
         cli = build_cli(None if args is None else argv)
     except Exception as exc:  # a data error, also when raised inside one of jsonargparse's links
