@@ -39,6 +39,7 @@ from lightning.pytorch import LightningDataModule
 from lightning.pytorch.cli import LightningCLI
 
 from .data.errors import DataError
+from .data.validation import SPLITS
 from .lightning import ForecastModule
 
 DEFAULT_DATA_CLASS = "tsattn.data.CSVDataModule"
@@ -165,7 +166,7 @@ def _adjust_parser(prog: str) -> argparse.ArgumentParser:
     parser.add_argument("--blend-naive", action="store_true",
                         help="per channel (variable), move the forecast towards the naive one as far as the split says")
     parser.add_argument("--calibrate", action="store_true", help="calibrate a quantile model's intervals on the split")
-    parser.add_argument("--split", default="val", help="the split to fit them on (default: val)")
+    parser.add_argument("--split", default="val", choices=SPLITS, help="the split to fit them on (default: val)")
     parser.add_argument("--data", "--data.data", help="the data to fit them on: a CSV file or a registered name, read "
                                                        "as the model's data was (default: the data it was fit on)")
     parser.add_argument("-o", "--output", required=True, help="the adjusted checkpoint to write (a new file)")
