@@ -48,6 +48,10 @@ def test_cross_fitting_scores_each_half_with_the_other_halfs_weights(blend):
         w = blend.blend_weights(var[fit], model[fit], last[fit], truth[fit], 2)
         mixed[score] = last[score] + w[var[score]] * (model[score] - last[score])
     np.testing.assert_allclose(out["mse"][0], blend.per_variable_mse(var, mixed, truth, 2))
+    # the product's minimum count: 200 targets per variable, ~100 per half; at 150 every weight stays 1
+    kept = blend.cross_fitted(var, series, model, last, truth, 2, halvings=2, seed=7, min_points=150)
+    np.testing.assert_allclose(kept["weights"], 1.0)
+    np.testing.assert_allclose(kept["mse"], np.tile(blend.per_variable_mse(var, model, truth, 2), (2, 1)), atol=1e-12)
 
 
 def test_the_script_on_a_tiny_protocol_fit(blend, benchmark_script, tmp_path, capsys):
@@ -78,3 +82,8 @@ def test_the_script_on_a_tiny_protocol_fit(blend, benchmark_script, tmp_path, ca
         want = (((frame["forecast"] - frame["observed"]) / scale) ** 2).groupby(frame["name"]).mean().mean()
         assert record[key] == pytest.approx(want, rel=1e-9)
     assert record["mixed_mse_mean"] > 0 and "mixed per variable" in capsys.readouterr().out
+    assert blend.main(["--ckpt", str(ckpt), "--halvings", "2", "--product-rule", "--out", str(tmp_path / "p.jsonl")]) == 0
+    product = json.loads((tmp_path / "p.jsonl").read_text())
+    assert product["product_rule"] and not record["product_rule"]
+    for key in ("model_mse", "last_observation_mse"):                        # the same model and baseline
+        assert product[key] == record[key]
