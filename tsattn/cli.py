@@ -97,14 +97,19 @@ def build_cli(args: Optional[Union[list[str], dict[str, Any]]] = None, *, run: b
     return ForecastCLI(ForecastModule, LightningDataModule, args=args, run=run, **options)
 
 
-def _forecast_parser(prog: str) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=prog, description="Forecast from a checkpoint (written by Forecaster.save or tsattn fit) and write the "
-                               "forecast as CSV (or Parquet, by the file's extension), in the layout Forecaster.predict "
-                               "returns.")
+def _checkpoint_parser(prog: str, description: str, data_help: str) -> argparse.ArgumentParser:
+    """The options of a command that reads a checkpoint (``--ckpt``) and data (``--data``)."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument("--ckpt", "--ckpt_path", required=True, help="the checkpoint")
-    parser.add_argument("--data", "--data.data", help="the data to forecast from: a CSV file or a registered "
-                                                       "name (default: the data the model was fit on)")
+    parser.add_argument("--data", "--data.data", help=data_help)
+    return parser
+
+
+def _forecast_parser(prog: str) -> argparse.ArgumentParser:
+    parser = _checkpoint_parser(
+        prog, "Forecast from a checkpoint (written by Forecaster.save or tsattn fit) and write the forecast as CSV (or "
+              "Parquet, by the file's extension), in the layout Forecaster.predict returns.",
+        "the data to forecast from: a CSV file or a registered name (default: the data the model was fit on)")
     parser.add_argument("--at", help="observation models: a CSV of requests (the fit's id and time columns and a "
                                      "variable column, one request per row; or id, time and variable columns)")
     parser.add_argument("--origin", help="observation models: forecast from this time, as the model was trained "
@@ -158,17 +163,16 @@ def forecast_main(argv: list[str], prog: str = "tsattn forecast") -> int:
 
 
 def _adjust_parser(prog: str) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=prog, description="Fit the post-training adjustments of a checkpoint (written by Forecaster.save or "
-                               "tsattn fit) on a split of its data, and write the adjusted checkpoint: the naive blend "
-                               "(Forecaster.blend_naive), then the intervals' calibration (Forecaster.calibrate).")
-    parser.add_argument("--ckpt", "--ckpt_path", required=True, help="the checkpoint")
+    parser = _checkpoint_parser(
+        prog, "Fit the post-training adjustments of a checkpoint (written by Forecaster.save or tsattn fit) on a split "
+              "of its data, and write the adjusted checkpoint: the naive blend (Forecaster.blend_naive), then the "
+              "intervals' calibration (Forecaster.calibrate).",
+        "the data to fit them on: a CSV file or a registered name, read as the model's data was (default: the data it "
+        "was fit on)")
     parser.add_argument("--blend-naive", action="store_true",
                         help="per channel (variable), move the forecast towards the naive one as far as the split says")
     parser.add_argument("--calibrate", action="store_true", help="calibrate a quantile model's intervals on the split")
     parser.add_argument("--split", default="val", choices=SPLITS, help="the split to fit them on (default: val)")
-    parser.add_argument("--data", "--data.data", help="the data to fit them on: a CSV file or a registered name, read "
-                                                       "as the model's data was (default: the data it was fit on)")
     parser.add_argument("-o", "--output", required=True, help="the adjusted checkpoint to write (a new file)")
     return parser
 
