@@ -108,3 +108,13 @@ def test_checkpoints_without_the_blend_load_unblended_and_bad_calls_say_so():
     with pytest.raises(ValueError, match="no targets"):
         f.module.blend_naive([])
     assert np.isfinite(f.evaluate("val")["mse"])                           # a failed blend left the model usable
+
+
+def test_a_reference_forecast_blends_on_fit_too():
+    kwargs = dict(lookback=48, horizon=12, model_kwargs={"season": 24})
+    seasonal = Forecaster("seasonal_naive", **kwargs).fit(series(), **QUIET)
+    blended = Forecaster("seasonal_naive", blend_naive=True, **kwargs).fit(series(), **QUIET)
+    naive = Forecaster("naive", lookback=48, horizon=12).fit(series(), **QUIET)
+    assert blended.naive_weights is not None and seasonal.naive_weights is None
+    scores = [f.evaluate("val")["mse"] for f in (blended, seasonal, naive)]
+    assert scores[0] <= min(scores[1:]) + 1e-9

@@ -231,12 +231,12 @@ class Forecaster:
             module.use_data(dm)
             self.task.fit_statistics(module, dm)
             self.module, self.datamodule, self._record = module, dm, None
-            return self
-        run = train(module, dm, max_epochs=max_epochs, patience=patience, callbacks=callbacks,
-                    default_root_dir=default_root_dir, enable_checkpointing=enable_checkpointing, **trainer_options)
-        self.module, self.datamodule, self.trainer, self._record = module, dm, run.trainer, None
-        self.best_model_path, self.accelerator = run.best_model_path, run.accelerator
-        if self.blend_naive_on_fit:
+        else:
+            run = train(module, dm, max_epochs=max_epochs, patience=patience, callbacks=callbacks,
+                        default_root_dir=default_root_dir, enable_checkpointing=enable_checkpointing, **trainer_options)
+            self.module, self.datamodule, self.trainer, self._record = module, dm, run.trainer, None
+            self.best_model_path, self.accelerator = run.best_model_path, run.accelerator
+        if self.blend_naive_on_fit:   # a reference forecast too (the seasonal naive blended with the last value)
             self.blend_naive()
         if self.calibrate_on_fit:
             self.calibrate()
