@@ -252,12 +252,10 @@ class Forecaster:
         and intervals calibrated before are calibrated again on the same split. Applies to ``predict``,
         ``evaluate`` and ``backtest``; kept by ``save``."""
         module = self._require_fit()
-        check_choice("split", split, SPLITS)
-        dm = self._datamodule(data)
-        dm.setup("test")
-        module.blend_naive(dm.evaluation_loader(split))
+        loader = self._split_loader(data, split)
+        module.blend_naive(loader)
         if module.quantile_spec is not None and bool(module.calibrated):   # intervals of the unblended forecast
-            module.calibrate(dm.evaluation_loader(split))
+            module.calibrate(loader)
         return self
 
     @property
@@ -278,12 +276,15 @@ class Forecaster:
         so that it holds its level's share of those targets (conformalized quantile regression). The
         intervals then cover their level on data like the calibration data, whatever the quantile
         head learnt; the median (the point forecast) does not move. Kept by ``save``."""
-        module = self._require_fit()
+        self._require_fit().calibrate(self._split_loader(data, split))
+        return self
+
+    def _split_loader(self, data: Optional[DataLike], split: str) -> Any:
+        """The evaluation loader of ``split`` of ``data`` (``_datamodule``), for fitting an adjustment on it."""
         check_choice("split", split, SPLITS)
         dm = self._datamodule(data)
         dm.setup("test")
-        module.calibrate(dm.evaluation_loader(split))
-        return self
+        return dm.evaluation_loader(split)
 
     # -- use -------------------------------------------------------------------------------------
     def _require_fit(self) -> ForecastModule:
