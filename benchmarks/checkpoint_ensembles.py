@@ -12,7 +12,9 @@ Each run folder must hold the checkpoints ``run_protocol.py --keep-checkpoints``
 and ``weight mean`` (one model whose weights are the k best epochs' averaged: what
 ``tsattn.lightning.BestEpochsAverage`` and ``Forecaster.fit(average_best=k)`` give when training ends). With more than one run (seeds
 of one model), also the mean over the runs of each run's best-epoch forecast and of each run's prediction
-mean. Every forecast is ``Forecaster.backtest(cutoffs=origins)`` over all series of the fit's data (the
+mean, of each run's weights' mean, and of ensembles of 1, 2, ... of the runs' weights' means (averaged over the
+subsets of that size). The runs may be variants of one model (each checkpoint is read with its own settings),
+fit on the same data. Every forecast is ``Forecaster.backtest(cutoffs=origins)`` over all series of the fit's data (the
 data read and scaled the fit's way, the protocol's origins); metrics per split: the protocol's, per
 variable over every target, MSE and MAE on the scaled data, then the mean over variables. The validation
 split by default; ``--test`` adds the test split. Nothing is trained.
@@ -70,7 +72,7 @@ class _Targets:
     def __init__(self, checkpoint: pathlib.Path, splits: Sequence[str]) -> None:
         from tsattn import Forecaster
 
-        self.forecaster = Forecaster.load(checkpoint)
+        self.forecaster, self.checkpoint = Forecaster.load(checkpoint), checkpoint
         data = FitData.of(self.forecaster, str(checkpoint))      # every backtest reuses the data read once
         self.origins, self.id_column, self.variable_column = data.origins, data.id_column, data.variable_column
         frame = self._backtest()
@@ -80,14 +82,28 @@ class _Targets:
         self.scale = frame[self.variable_column].map(data.scale).to_numpy()
         self.masks = {split: frame[self.id_column].isin(data.series_ids(split)).to_numpy() for split in splits}
 
-    def _backtest(self) -> pd.DataFrame:
+    def _backtest(self, forecaster: Any = None) -> pd.DataFrame:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")                       # in-sample warnings: the train series
-            return self.forecaster.backtest(cutoffs=self.origins).reset_index(drop=True)
+            return (forecaster or self.forecaster).backtest(cutoffs=self.origins).reset_index(drop=True)
 
-    def forecast(self, state_dict: dict[str, Any]) -> np.ndarray:
-        self.forecaster.module.load_state_dict(state_dict)
-        frame = self._backtest()
+    def forecaster_of(self, checkpoint: pathlib.Path) -> Any:
+        """The model of ``checkpoint`` (its own settings: runs of variants of one model can differ in them) on the
+        data read once; a run fit on other data is refused."""
+        from tsattn import Forecaster
+
+        forecaster = Forecaster.load(checkpoint)
+        if forecaster.data_record != self.forecaster.data_record:
+            raise SystemExit(f"{checkpoint}: fit on other data than the first run's ({self.checkpoint}); "
+                             f"ensembles are measured on the same targets")
+        forecaster.datamodule = self.forecaster.datamodule
+        return forecaster
+
+    def forecast(self, state_dict: dict[str, Any], forecaster: Any = None) -> np.ndarray:
+        """The forecast of every target by ``forecaster`` (the first run's by default) with ``state_dict``."""
+        forecaster = forecaster or self.forecaster
+        forecaster.module.load_state_dict(state_dict)
+        frame = self._backtest(forecaster)
         if len(frame) != len(self.key) or not (frame[[self.id_column, self.variable_column]].to_numpy()
                                                 == self.key).all():
             raise SystemExit("a checkpoint's forecasts do not line up with the first's: runs of other data")
@@ -102,8 +118,10 @@ class _Targets:
         return out
 
 
-def evaluate(runs: Sequence[pathlib.Path], k: int, splits: Sequence[str]) -> list[dict[str, Any]]:
-    """The records (see the module docstring) of ``runs``, k best epochs each."""
+def evaluate(runs: Sequence[pathlib.Path], k: int, splits: Sequence[str],
+             weight_mean_only: bool = False) -> list[dict[str, Any]]:
+    """The records (see the module docstring) of ``runs``, k best epochs each; ``weight_mean_only``: per run
+    only the weights' mean (one forecast per run instead of k + 1)."""
     import torch
 
     from tsattn.lightning import mean_state_dicts
@@ -112,24 +130,59 @@ def evaluate(runs: Sequence[pathlib.Path], k: int, splits: Sequence[str]) -> lis
         raise SystemExit(f"--k wants 1 or more; got {k}")
     ranked = {run: ranked_checkpoints(run)[:k] for run in runs}
     targets = _Targets(ranked[runs[0]][0][2], splits)
-    records, best, means = [], [], []
+    records: list[dict[str, Any]] = []
+    pooled: dict[str, list[np.ndarray]] = {"best epochs": [], "prediction means": [], "weight means": []}
     for run in runs:
         rows = ranked[run]
         states = [torch.load(path, map_location="cpu", weights_only=True)["state_dict"] for _, _, path in rows]
-        forecasts = [targets.forecast(state) for state in states]
-        variants = {"best epoch": (forecasts[0], rows[:1]), "prediction mean": (np.mean(forecasts, axis=0), rows),
-                    "weight mean": (targets.forecast(mean_state_dicts(states)), rows)}
+        model = targets.forecaster_of(rows[0][2])
+        variants = {"weight mean": (targets.forecast(mean_state_dicts(states), model), rows)}
+        if not weight_mean_only:
+            forecasts = [targets.forecast(state, model) for state in states]
+            variants = {"best epoch": (forecasts[0], rows[:1]), "prediction mean": (np.mean(forecasts, axis=0), rows),
+                        **variants}
         for variant, (forecast, used) in variants.items():
-            records.append({"run": pathlib.Path(run).name, "variant": variant, "k": len(used),
+            records.append({"run": _run_name(run), "variant": variant, "k": len(used),
                             "epochs": [epoch for _, epoch, _ in used],
                             "logged_val_mse": [value for value, _, _ in used], **targets.metrics(forecast)})
-        best.append(forecasts[0])
-        means.append(variants["prediction mean"][0])
+        for variant, pool in (("best epoch", "best epochs"), ("prediction mean", "prediction means"),
+                              ("weight mean", "weight means")):
+            if variant in variants:
+                pooled[pool].append(variants[variant][0])
     if len(runs) > 1:
-        for variant, forecasts in (("runs: best epochs", best), ("runs: prediction means", means)):
-            records.append({"run": "+".join(pathlib.Path(run).name for run in runs), "variant": variant,
-                            "k": k, "epochs": None, "logged_val_mse": None,
-                            **targets.metrics(np.mean(forecasts, axis=0))})
+        name = "+".join(_run_name(run) for run in runs)
+        for pool, forecasts in pooled.items():
+            if forecasts:
+                records.append({"run": name, "variant": f"runs: {pool}", "k": k, "epochs": None,
+                                "logged_val_mse": None, **targets.metrics(np.mean(forecasts, axis=0))})
+        records.extend(ensemble_sizes(pooled["weight means"], targets, k, name))
+    return records
+
+
+def _run_name(run: pathlib.Path) -> str:
+    """A run folder's name with its parent's (runs of several trials share the leaf name)."""
+    run = pathlib.Path(run)
+    return f"{run.parent.name}/{run.name}"
+
+
+def ensemble_sizes(forecasts: Sequence[np.ndarray], targets: "_Targets", k: int, name: str,
+                   max_subsets: int = 60) -> list[dict[str, Any]]:
+    """For each size n of an ensemble of the runs' weight means: the metrics of the mean forecast of n runs,
+    averaged over the subsets of n runs (every subset, or ``max_subsets`` drawn without repeats, seed 0)."""
+    import itertools
+
+    runs = len(forecasts)
+    rng = np.random.default_rng(0)
+    records = []
+    for size in range(1, runs + 1):
+        subsets = list(itertools.combinations(range(runs), size))
+        if len(subsets) > max_subsets:
+            subsets = [subsets[i] for i in sorted(rng.choice(len(subsets), max_subsets, replace=False))]
+        scores = [targets.metrics(np.mean([forecasts[i] for i in subset], axis=0)) for subset in subsets]
+        summary = {key: float(np.mean([score[key] for score in scores])) for key in scores[0]}
+        spread = {f"{key}_std": float(np.std([score[key] for score in scores])) for key in scores[0]}
+        records.append({"run": name, "variant": f"ensemble of {size} weight means", "k": k, "epochs": None,
+                        "logged_val_mse": None, "subsets": len(subsets), **summary, **spread})
     return records
 
 
@@ -138,6 +191,8 @@ def main(argv: Optional[Sequence[str]] = None) -> list[dict[str, Any]]:
     parser.add_argument("runs", nargs="+", type=pathlib.Path, help="run folders of run_protocol.py --keep-checkpoints")
     parser.add_argument("--k", type=int, default=3, help="the k best epochs of each run (default 3)")
     parser.add_argument("--test", action="store_true", help="the test split too (fix the variants on validation first)")
+    parser.add_argument("--weight-mean-only", action="store_true",
+                        help="per run only the weights' mean of its k best epochs (one forecast per run)")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--tag", default="", help="free text stored with each record")
     parser.add_argument("--out", type=pathlib.Path, help="append the records here as JSON lines")
@@ -149,7 +204,7 @@ def main(argv: Optional[Sequence[str]] = None) -> list[dict[str, Any]]:
     stamp = {"commit": git_commit(),           # the code this evaluation imports: taken before HEAD may move
              "command": " ".join(["checkpoint_ensembles.py", *(sys.argv[1:] if argv is None else argv)]),
              "date": time.strftime("%Y-%m-%d %H:%M"), "tag": args.tag}
-    records = evaluate(args.runs, args.k, ["val", "test"] if args.test else ["val"])
+    records = evaluate(args.runs, args.k, ["val", "test"] if args.test else ["val"], args.weight_mean_only)
     for record in records:
         record.update(stamp)
         print(json.dumps(record))

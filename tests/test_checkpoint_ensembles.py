@@ -58,7 +58,8 @@ def test_ensemble_records_on_validation(scripts, runs):
     _, folders, records = runs
     out = ensembles.evaluate(folders, k=2, splits=["val"])
     assert [r["variant"] for r in out] == ["best epoch", "prediction mean", "weight mean"] * 2 + \
-        ["runs: best epochs", "runs: prediction means"]
+        ["runs: best epochs", "runs: prediction means", "runs: weight means",
+         "ensemble of 1 weight means", "ensemble of 2 weight means"]
     assert all("test_mse" not in r and "test_mae" not in r for r in out)            # the test split not read
     for r, record in zip(out[0:6:3], records):
         assert r["epochs"] == [record["best_epoch"]]
@@ -66,7 +67,24 @@ def test_ensemble_records_on_validation(scripts, runs):
     for r in out[1:6:3]:
         # the squared error is convex: the mean of forecasts is at most the mean of their errors, per variable
         assert r["k"] == 2 and r["val_mse"] <= np.mean(r["logged_val_mse"]) + 1e-6
-    assert out[-2]["val_mse"] <= (out[0]["val_mse"] + out[3]["val_mse"]) / 2 + 1e-9
+    assert out[6]["val_mse"] <= (out[0]["val_mse"] + out[3]["val_mse"]) / 2 + 1e-9
+    one, two = out[-2], out[-1]
+    assert one["subsets"] == 2 and two["subsets"] == 1                               # every subset of each size
+    assert one["val_mse"] == pytest.approx((out[2]["val_mse"] + out[5]["val_mse"]) / 2, rel=1e-12)
+    assert two["val_mse"] == pytest.approx(out[8]["val_mse"], rel=1e-12) and two["val_mse_std"] == 0.0
+    assert one["val_mse_std"] > 0                                                    # two seeds are two models
+
+
+def test_weight_mean_only_gives_one_forecast_per_run(scripts, runs):
+    _, ensembles = scripts
+    _, folders, _ = runs
+    full = ensembles.evaluate(folders, k=2, splits=["val"])
+    out = ensembles.evaluate(folders, k=2, splits=["val"], weight_mean_only=True)
+    assert [r["variant"] for r in out] == ["weight mean", "weight mean", "runs: weight means",
+                                           "ensemble of 1 weight means", "ensemble of 2 weight means"]
+    assert out[0]["run"].endswith("/" + folders[0].name) and out[0]["run"] != out[1]["run"]
+    for a, b in zip(out, [full[2], full[5], full[8], full[9], full[10]]):
+        assert a["val_mse"] == pytest.approx(b["val_mse"], rel=1e-12)
 
 
 def test_one_checkpoint_is_its_own_mean_and_test_is_read_on_request(scripts, runs):
@@ -123,3 +141,26 @@ def test_per_variable_reads_several_checkpoints_as_their_weights_mean(scripts, r
     assert (counts == parts["targets"]).all() and parts["targets_seen"].sum() > 0
     shares = parts[["share_of_metric_seen", "share_of_metric_unseen"]].fillna(0).sum(axis=1)
     np.testing.assert_allclose(shares, parts["share_of_metric"], rtol=1e-9)     # the parts add up to the whole
+
+
+def test_runs_of_variants_are_read_with_their_own_settings_and_other_data_is_refused(scripts, runs, tmp_path):
+    run_protocol, ensembles = scripts
+    root, folders, _ = runs
+    record = run_protocol.main(["--config", str(root / "irregular.yaml"), "--seed", "1", "--keep-checkpoints",
+                                "--no-test", "--threads", "1", "--resume", "--runs-dir", str(tmp_path / "wide"),
+                                "--set", "model.model_kwargs.d_model=12", "--out", str(tmp_path / "runs.jsonl")])
+    variant = tmp_path / "wide" / record["name"]
+    out = ensembles.evaluate([folders[0], variant], k=1, splits=["val"], weight_mean_only=True)
+    assert out[1]["val_mse"] == pytest.approx(record["best_val_mse"], rel=1e-4)      # its own width, not the first's
+    other = tmp_path / "other"
+    other.mkdir()
+    observations(n_series=10, hours=48, seed=5, resolution=0.5, id_format="p{:02d}").to_csv(other / "obs.csv",
+                                                                                            index=False)
+    config = yaml.safe_load((root / "irregular.yaml").read_text())
+    config["data"]["init_args"]["data"] = str(other / "obs.csv")
+    (other / "irregular.yaml").write_text(yaml.safe_dump(config))
+    record = run_protocol.main(["--config", str(other / "irregular.yaml"), "--seed", "1", "--keep-checkpoints",
+                                "--no-test", "--threads", "1", "--resume", "--runs-dir", str(other / "runs"),
+                                "--out", str(other / "runs.jsonl")])
+    with pytest.raises(SystemExit, match="other data"):
+        ensembles.evaluate([folders[0], other / "runs" / record["name"]], k=1, splits=["val"])
