@@ -43,7 +43,8 @@ from .tasks import split_fit_options, task_of_model
 from .tasks.quantiles import quantiles_from
 
 DataLike = Union[str, os.PathLike, pd.DataFrame, Any]
-TRAINING_SETTINGS = ("optimizer", "weight_decay", "huber_delta", "pct_start", "loss_reduction")
+# settings a checkpoint's hyperparameters hold since a later version (older files: the defaults)
+LATER_SETTINGS = ("optimizer", "weight_decay", "huber_delta", "pct_start", "loss_reduction", "ensemble")
 
 
 class Forecaster:
@@ -74,6 +75,8 @@ class Forecaster:
             are averaged (``"variable"``, ``"point"``, ``"dataset"``); as in ``ForecastModule``.
         batch_size: windows (observation task: samples, and series in ``predict``) per batch.
         seed: seeds weights, shuffling and dropout (an int >= 0); a fit is repeatable on CPU.
+        ensemble: train this many nets side by side (each from its own initial weights, each on its own loss,
+            the same batches) and forecast their mean; k times the compute (``ForecastModule``). Default 1.
         quantiles: a probabilistic forecast: the quantile levels to forecast (e.g. ``[0.1, 0.5, 0.9]``;
             0.5 is added: the point forecast, trained with ``loss``, ``"pinball"`` making it a median),
             the others with the pinball loss; ``predict`` adds the intervals (``OT-lo-80``, ``OT-hi-80``).
@@ -107,6 +110,7 @@ class Forecaster:
         loss_reduction: str = "variable",
         batch_size: Optional[int] = None,
         seed: int = 2021,
+        ensemble: int = 1,
         compile: bool = False,
         quantiles: Optional[list[float]] = None,
         levels: Optional[list[float]] = None,
@@ -129,7 +133,7 @@ class Forecaster:
         self.config = dict(model=model, attention=attention, sink=sink, rope=rope, model_kwargs=model_kwargs,
                            loss=loss, lr=lr, lr_schedule=lr_schedule, optimizer=optimizer,
                            weight_decay=weight_decay, huber_delta=huber_delta, pct_start=pct_start,
-                           loss_reduction=loss_reduction, compile=compile, seed=int(seed),
+                           loss_reduction=loss_reduction, compile=compile, seed=int(seed), ensemble=ensemble,
                            quantiles=quantiles_from(quantiles, levels))
         if calibrate and not self.config["quantiles"]:
             raise ValueError("calibrate=True widens or narrows intervals: give quantiles=[...] or levels=[...] too")
@@ -398,7 +402,7 @@ class Forecaster:
         f = cls(hp["model"], attention=hp["attention"], sink=hp["sink"], rope=hp["rope"], lookback=hp["lookback"],
                 horizon=hp["horizon"], model_kwargs=hp["model_kwargs"], loss=hp["loss"], lr=hp["lr"],
                 lr_schedule=hp["lr_schedule"], compile=hp["compile"], quantiles=hp.get("quantiles"),
-                **{k: hp[k] for k in TRAINING_SETTINGS if k in hp},   # older files: the defaults
+                **{k: hp[k] for k in LATER_SETTINGS if k in hp},
                 batch_size=extra.get("batch_size") or (record or {}).get("batch_size") or 128,
                 seed=2021 if seed is None else seed)
         f.config["model_kwargs"] = hp["model_kwargs"]  # as fit (no model defaults added that it was fit without)

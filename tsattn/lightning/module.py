@@ -19,8 +19,9 @@ import torch
 from torch import Tensor
 
 from ..data.base import ForecastDataModule
+from ..models.ensemble import Ensemble, members_of
 from ..models.patchtst import QuantileHead
-from ..models.registry import get_model_class
+from ..models.registry import get_model_class, model_trainable
 from ..nn import ATTENTIONS, SINKS
 from ..tasks import task_of_model
 from ..tasks.quantiles import QuantileSpec, quantiles_from
@@ -90,6 +91,12 @@ class ForecastModule(pl.LightningModule):
             sorted; the centre (0.5) is the point forecast, trained with ``loss`` as a point model is
             (``"mse"``: the mean; ``"pinball"``: the median), the others with the pinball loss on
             features they do not train (``tsattn.tasks.quantiles``).
+        n_static: static covariates per series (observation task; linked from the data module).
+        ensemble: the number of nets (members) of the model, each from its own draw of the initial weights;
+            the forecast is their mean (``tsattn.models.ensemble.Ensemble``). They train side by side on the
+            same batches, each on its own loss (a training step sums them: each member's gradient is the one
+            it would get alone; ``train_loss`` logs their mean); validation, early stopping and checkpoints read
+            the mean. 1 (the default): one net. Costs k times the compute of one net per step.
     """
 
     def __init__(
@@ -115,6 +122,7 @@ class ForecastModule(pl.LightningModule):
         seed: Optional[int] = None,
         quantiles: Optional[list[float]] = None,
         n_static: int = 0,
+        ensemble: int = 1,
     ) -> None:
         super().__init__()
         quantiles = quantiles_from(quantiles, None)
@@ -134,12 +142,19 @@ class ForecastModule(pl.LightningModule):
                     or not (low <= value if closed else low < value) or value >= high):
                 bounds = f"{'>=' if closed else '>'} {low:g}" + ("" if high == math.inf else f" and < {high:g}")
                 raise ValueError(f"`{name}` must be a finite number {bounds}; got {value!r}")
+        if isinstance(ensemble, bool) or not isinstance(ensemble, numbers.Integral) or ensemble < 1:
+            raise ValueError(f"`ensemble` must be an integer >= 1 (the number of nets); got {ensemble!r}")
+        if ensemble > 1 and not model_trainable(model):
+            raise ValueError(f"{model!r} is a reference forecast with no weights to train: its members would all "
+                             f"forecast alike; leave ensemble=1")
         if target_index is not None:
             target_index = [int(i) for i in target_index]
         self.save_hyperparameters()
         self.task = task_of_model(model)
         self.task.check_hparams(self.hparams)
-        self.net = self.task.build_net(get_model_class(model), self.hparams)
+        # each member from its own draw of the initial weights (one net: as without the option, draw for draw)
+        nets = [self.task.build_net(get_model_class(model), self.hparams) for _ in range(int(ensemble))]
+        self.net = nets[0] if len(nets) == 1 else Ensemble(nets)
         n_out = self.task.n_outputs(self.hparams)
         # scaler statistics of the output channels (or variables): original-scale metrics and forecasts
         self.register_buffer("y_mean", torch.zeros(n_out))
@@ -337,8 +352,11 @@ class ForecastModule(pl.LightningModule):
 
     # -- steps -------------------------------------------------------------------------------------
     def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> Tensor:
-        loss = self.task.training_loss(self, batch)
-        self.log("train_loss", loss, prog_bar=True, on_step=True, on_epoch=True, batch_size=self.task.batch_size(batch))
+        # each member on its own loss; the sum gives each the gradient it would get alone (one net: its loss)
+        losses = [self.task.training_loss(self, batch, net) for net in members_of(self.net)]
+        loss = losses[0] if len(losses) == 1 else torch.stack(losses).sum()
+        self.log("train_loss", loss / len(losses), prog_bar=True, on_step=True, on_epoch=True,
+                 batch_size=self.task.batch_size(batch))
         return loss
 
     def validation_step(self, batch: dict[str, Tensor], batch_idx: int) -> None:

@@ -166,7 +166,9 @@ class Task:
         """A batch -> the model's forecasts of its targets, in scaled units."""
         raise NotImplementedError
 
-    def training_loss(self, module: "ForecastModule", batch: dict[str, Tensor]) -> Tensor:
+    def training_loss(self, module: "ForecastModule", batch: dict[str, Tensor],
+                      net: Optional[nn.Module] = None) -> Tensor:
+        """The training loss of ``net`` (default ``module.net``; an ensemble's member) on ``batch``."""
         raise NotImplementedError
 
     def batch_size(self, batch: dict[str, Tensor]) -> int:

@@ -115,9 +115,10 @@ class ObservationTask(Task):
             pred = module.net(*(batch[key] for key in INPUTS), **_static(batch))
         return self.finish(module, pred, batch["y_var"], batch)
 
-    def training_loss(self, module: "ForecastModule", batch: dict[str, Tensor]) -> Tensor:
+    def training_loss(self, module: "ForecastModule", batch: dict[str, Tensor],
+                      net: Optional[nn.Module] = None) -> Tensor:
         with self.context():                       # the raw outputs: each quantile's loss reaches only itself
-            pred = module.net(*(batch[key] for key in INPUTS), **_static(batch))
+            pred = (net or module.net)(*(batch[key] for key in INPUTS), **_static(batch))
         mask, target = batch["y_mask"], batch["y_value"]
         spec = module.quantile_spec
         if spec is not None:

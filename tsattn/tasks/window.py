@@ -94,9 +94,10 @@ class WindowTask(Task):
         y = y if index is None else y[:, :, index]                       # channels: axis 2 of [B, H, C (, Q)]
         return self.finish(module, y, None, batch)
 
-    def training_loss(self, module: "ForecastModule", batch: dict[str, Tensor]) -> Tensor:
+    def training_loss(self, module: "ForecastModule", batch: dict[str, Tensor],
+                      net: Optional[nn.Module] = None) -> Tensor:
         index = module.hparams.target_index
-        pred, target = module.net.training_pairs(batch["x"], batch.get("t_x"), batch["y"],
+        pred, target = (net or module.net).training_pairs(batch["x"], batch.get("t_x"), batch["y"],
                                                  slice(None) if index is None else index)
         spec = module.quantile_spec
         kind = module.hparams.loss

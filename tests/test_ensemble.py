@@ -1,0 +1,140 @@
+"""``ensemble=k``: k nets trained side by side, forecasting as their mean. One net is the model as it was (the same
+draw of weights); the forecast is the members' mean on both tasks; a training step gives each member the gradient
+it would get alone; a fitted ensemble's validation error is at most its members' mean error, and save / load keeps
+it; bad settings say so."""
+import copy
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+from tsattn import Forecaster
+from tsattn.lightning import ForecastModule
+from tsattn.models.ensemble import Ensemble
+
+from .synthetic import LONG, observations, series
+
+QUIET = dict(logger=False, enable_progress_bar=False, enable_model_summary=False)
+TINY_WINDOW = {"patch_len": 8, "stride": 4, "n_layers": 1, "n_heads": 2, "d_model": 8, "d_ff": 16, "dropout": 0.0}
+TINY_IRREGULAR = {"d_model": 8, "n_heads": 2, "n_layers": 1, "d_ff": 16, "time_features": 4, "dropout": 0.0}
+
+
+def irregular(**kwargs):
+    return ForecastModule("irregular", n_channels=3, lookback=None, horizon=None, attention="continuous",
+                          sink="learned", rope=True, model_kwargs=TINY_IRREGULAR, **kwargs)
+
+
+def window(**kwargs):
+    return ForecastModule("patchtst", n_channels=3, lookback=32, horizon=8, model_kwargs=TINY_WINDOW, **kwargs)
+
+
+def observation_batch():
+    return {"x_time": torch.tensor([[-5.0, -3.0, -1.0, 0.0], [-4.0, -2.0, -1.5, -0.5]]),
+            "x_var": torch.tensor([[0, 1, 0, 0], [2, 2, 1, 0]]),
+            "x_value": torch.tensor([[0.1, 0.7, 0.4, 0.0], [0.3, 0.2, 0.9, 0.5]]),
+            "x_mask": torch.tensor([[True, True, True, False], [True, True, True, True]]),
+            "y_time": torch.tensor([[1.0, 2.0, 3.0], [0.5, 1.0, 0.0]]), "y_var": torch.tensor([[0, 1, 2], [1, 2, 0]]),
+            "y_value": torch.tensor([[0.2, 0.6, 0.1], [0.8, 0.3, 0.0]]),
+            "y_mask": torch.tensor([[True, True, True], [True, True, False]])}
+
+
+def window_batch():
+    generator = torch.Generator().manual_seed(3)
+    return {"x": torch.randn(4, 32, 3, generator=generator), "t_x": None,
+            "y": torch.randn(4, 8, 3, generator=generator)}
+
+
+@pytest.mark.parametrize("build", [irregular, window])
+def test_one_member_is_the_model_as_before_and_k_members_draw_their_own_weights(build):
+    torch.manual_seed(0)
+    plain = build()
+    torch.manual_seed(0)
+    one = build(ensemble=1)
+    assert not isinstance(one.net, Ensemble)
+    assert list(plain.state_dict()) == list(one.state_dict())
+    for name, value in plain.named_parameters():
+        assert torch.equal(value, one.get_parameter(name))              # the same draw
+    torch.manual_seed(0)
+    three = build(ensemble=3)
+    first, second = (dict(m.named_parameters()) for m in three.net.members[:2])
+    for name, value in dict(plain.net.named_parameters()).items():
+        assert torch.equal(first[name], value)                           # member 0 is the draw one net gets
+    assert any(not torch.equal(first[n], second[n]) for n in first)      # member 1 has its own
+
+
+@pytest.mark.parametrize("build,batch", [(irregular, observation_batch), (window, window_batch)])
+def test_the_forecast_is_the_members_mean(build, batch):
+    torch.manual_seed(0)
+    module = build(ensemble=3).eval()
+    data = batch()
+    members = []
+    for member in module.net.members:
+        single = build().eval()
+        single.net.load_state_dict(member.state_dict())
+        members.append(single(data))
+    torch.testing.assert_close(module(data), torch.stack(members).mean(0))
+    assert not torch.allclose(members[0], members[1])                   # the mean of different forecasts
+
+
+@pytest.mark.parametrize("build,batch", [(irregular, observation_batch), (window, window_batch)])
+def test_a_training_step_gives_each_member_the_gradient_it_gets_alone(build, batch):
+    torch.manual_seed(0)
+    module = build(ensemble=2)
+    data = batch()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")                                  # self.log without a Trainer
+        module.training_step(data, 0).backward()
+    for member in module.net.members:
+        single = build()
+        single.net.load_state_dict(member.state_dict())
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            single.training_step(data, 0).backward()
+        for (name, p), (_, q) in zip(member.named_parameters(), single.net.named_parameters()):
+            assert (p.grad is None) == (q.grad is None), name
+            if p.grad is not None:
+                torch.testing.assert_close(p.grad, q.grad, msg=name)
+
+
+def test_a_fitted_ensemble_is_no_worse_than_its_members_and_is_saved(tmp_path):
+    table = observations()
+    f = Forecaster("irregular", lookback=24.0, horizon=12.0, model_kwargs=TINY_IRREGULAR, seed=1, ensemble=2)
+    f.fit(table, max_epochs=2, **LONG, **QUIET)
+    assert isinstance(f.module.net, Ensemble) and f.module.hparams.ensemble == 2
+    ensemble_mse = f.evaluate("val")["mse"]
+    member_mse = []
+    for member in f.module.net.members:                 # each member alone, on the same data
+        single = copy.copy(f)
+        single.module = ForecastModule(**{**f.module.hparams, "ensemble": 1})
+        state = {k: v for k, v in f.module.state_dict().items() if not k.startswith("net.")}
+        single.module.load_state_dict({**state, **{f"net.{k}": v for k, v in member.state_dict().items()}})
+        member_mse.append(single.evaluate("val")["mse"])
+    # the squared error is convex: per variable, the mean forecast's error is at most the members' mean error
+    assert ensemble_mse <= np.mean(member_mse) + 1e-9 and member_mse[0] != member_mse[1]
+    g = Forecaster.load(f.save(tmp_path / "ensemble.ckpt"))
+    assert g.config["ensemble"] == 2 and isinstance(g.module.net, Ensemble)
+    at = [table["hours"].max() + 1.0]
+    np.testing.assert_array_equal(g.predict(table, at=at)["value"].to_numpy(), f.predict(at=at)["value"].to_numpy())
+
+
+def test_a_window_ensemble_with_intervals():
+    f = Forecaster("patchtst", lookback=48, horizon=12, model_kwargs=TINY_WINDOW, batch_size=64, seed=1,
+                   levels=[80], ensemble=2, calibrate=True)
+    f.fit(series(), max_epochs=1, **QUIET)
+    out = f.predict(series())
+    assert (out["OT-lo-80"] <= out["OT"]).all() and (out["OT"] <= out["OT-hi-80"]).all()
+    assert f.evaluate("val")["coverage_80"] >= 0.8
+
+
+@pytest.mark.parametrize("value", [0, -1, 1.5, True, "2"])
+def test_bad_ensemble_sizes_say_so(value):
+    with pytest.raises(ValueError, match="ensemble"):
+        Forecaster("irregular", ensemble=value)
+
+
+def test_a_reference_forecast_is_not_an_ensemble():
+    with pytest.raises(ValueError, match="reference forecast"):
+        Forecaster("naive", ensemble=2)
+    with pytest.raises(ValueError, match="at least 2"):
+        Ensemble([torch.nn.Linear(1, 1)])
