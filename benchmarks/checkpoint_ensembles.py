@@ -129,6 +129,10 @@ def evaluate(runs: Sequence[pathlib.Path], k: int, splits: Sequence[str],
     if k < 1:
         raise SystemExit(f"--k wants 1 or more; got {k}")
     ranked = {run: ranked_checkpoints(run)[:k] for run in runs}
+    from tsattn import Forecaster
+
+    for run in runs:                      # a checkpoint that cannot be read fails here, before the backtests
+        Forecaster.load(ranked[run][0][2])
     targets = _Targets(ranked[runs[0]][0][2], splits)
     records: list[dict[str, Any]] = []
     pooled: dict[str, list[np.ndarray]] = {"best epochs": [], "prediction means": [], "weight means": []}
