@@ -138,3 +138,53 @@ def test_a_reference_forecast_is_not_an_ensemble():
         Forecaster("naive", ensemble=2)
     with pytest.raises(ValueError, match="at least 2"):
         Ensemble([torch.nn.Linear(1, 1)])
+
+
+def _fit_irregular(table, seed, **kwargs):
+    f = Forecaster("irregular", lookback=24.0, horizon=12.0, model_kwargs=TINY_IRREGULAR, seed=seed, **kwargs)
+    return f.fit(table, max_epochs=1, **LONG, **QUIET)
+
+
+def test_combined_fits_forecast_the_mean_of_their_nets_and_are_saved(tmp_path):
+    table = observations()
+    one, two = _fit_irregular(table, 1), _fit_irregular(table, 2, ensemble=2)
+    one.blend_naive()                                    # a member's blend is not the mean's: not carried over
+    assert bool(one.module.naive_blended)
+    combined = Forecaster.combine([one, two])
+    assert combined.module.hparams.ensemble == 3 and len(combined.module.net.members) == 3
+    assert not bool(combined.module.naive_blended)
+    for member, net in zip(combined.module.net.members, [one.module.net, *two.module.net.members]):
+        for (name, p), (_, q) in zip(member.state_dict().items(), net.state_dict().items()):
+            assert torch.equal(p, q) if torch.is_tensor(p) else p == q, name   # each net as trained
+    one.module.naive_weight.fill_(1.0)                   # unblended again, to compare the forecasts
+    at = [table["hours"].max() + 1.0]
+    p1, p2 = (f.predict(at=at)["value"].to_numpy() for f in (one, two))
+    mean = combined.predict(at=at)["value"].to_numpy()
+    np.testing.assert_allclose(mean, (p1 + 2 * p2) / 3, rtol=1e-5, atol=1e-6)   # the mean over its three nets
+    g = Forecaster.load(combined.save(tmp_path / "combined.ckpt"))
+    assert g.config["ensemble"] == 3
+    np.testing.assert_array_equal(g.predict(table, at=at)["value"].to_numpy(), mean)
+
+
+def test_combined_window_fits():
+    fits = [Forecaster("patchtst", lookback=48, horizon=12, model_kwargs=TINY_WINDOW, batch_size=64, seed=s)
+            .fit(series(), max_epochs=1, **QUIET) for s in (1, 2)]
+    combined = Forecaster.combine(fits)
+    outs = [f.predict(series())["OT"].to_numpy() for f in (*fits, combined)]
+    np.testing.assert_allclose(outs[2], (outs[0] + outs[1]) / 2, rtol=1e-5, atol=1e-6)
+
+
+def test_combining_what_cannot_be_combined_says_so():
+    table = observations()
+    one = _fit_irregular(table, 1)
+    with pytest.raises(ValueError, match="lr: 0.001 against 0.01"):
+        Forecaster.combine([one, _fit_irregular(table, 2, lr=1e-2)])
+    other = observations(seed=1)                         # the same layout, other values
+    with pytest.raises(ValueError, match="other data"):
+        Forecaster.combine([one, _fit_irregular(other, 2)])
+    with pytest.raises(RuntimeError, match="no model yet"):
+        Forecaster.combine([one, Forecaster("irregular")])
+    with pytest.raises(ValueError, match="at least 2"):
+        Forecaster.combine([one])
+    with pytest.raises(TypeError, match="fitted Forecasters"):
+        Forecaster.combine([one, one.module])

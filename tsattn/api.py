@@ -27,7 +27,7 @@ from __future__ import annotations
 import numbers
 import os
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Optional, Sequence, Union
 
 import lightning.pytorch as pl
 import numpy as np
@@ -37,6 +37,7 @@ from .checkpoints import read_checkpoint, write_checkpoint
 from .data.base import ForecastDataModule
 from .data.validation import SPLITS, check_choice, check_positive_int
 from .lightning import BestEpochsAverage, ForecastModule
+from .lightning.ensemble import combine_modules
 from .lightning.training import train
 from .models.registry import estimator_defaults, model_trainable
 from .tasks import split_fit_options, task_of_model
@@ -398,6 +399,36 @@ class Forecaster:
         file is read with ``weights_only=True``. Raises ``FileNotFoundError`` or ``ValueError`` (not a
         tsattn checkpoint: text, CSV, truncated, another model's)."""
         module, hp, record, extra = read_checkpoint(path, map_location)
+        return cls._of(module, hp, record, extra)
+
+    @classmethod
+    def combine(cls, forecasters: Sequence["Forecaster"]) -> "Forecaster":
+        """One Forecaster that forecasts the mean of fitted ones' forecasts: separately trained fits of one
+        model and settings (seeds), fit on the same data, as one model that predicts, evaluates, backtests,
+        saves and loads as an ``ensemble=k`` fit does (``k``: their nets in all). Their naive blends and
+        calibrations are not carried over: call ``blend_naive()`` / ``calibrate()`` on the result. Raises
+        ``ValueError`` for fewer than two, settings that differ (other than ``seed`` and ``ensemble``) or
+        other data, ``RuntimeError`` for one not fit."""
+        forecasters = list(forecasters)
+        if not all(isinstance(f, Forecaster) for f in forecasters):
+            raise TypeError("Forecaster.combine takes a list of fitted Forecasters")
+        modules = [f._require_fit() for f in forecasters]
+        first = forecasters[0]
+        for i, f in enumerate(forecasters[1:], start=2):
+            if f.data_record != first.data_record:
+                raise ValueError(f"forecaster {i} was fit on other data than the first (their data records differ): "
+                                 "combine fits of the same data")
+        module = combine_modules(modules)
+        extra = {"given_spans": list(first._given_spans), "batch_size": first.batch_size, "seed": first.seed}
+        f = cls._of(module, dict(module.hparams), first.data_record, extra)
+        f.datamodule = first.datamodule
+        return f
+
+    @classmethod
+    def _of(cls, module: ForecastModule, hp: dict[str, Any], record: Optional[dict[str, Any]],
+            extra: dict[str, Any]) -> "Forecaster":
+        """A fitted Forecaster around ``module`` (its settings ``hp``, the fit's data ``record``, the saved
+        Forecaster's own settings ``extra``)."""
         seed = extra.get("seed") if extra.get("seed") is not None else hp.get("seed")
         f = cls(hp["model"], attention=hp["attention"], sink=hp["sink"], rope=hp["rope"], lookback=hp["lookback"],
                 horizon=hp["horizon"], model_kwargs=hp["model_kwargs"], loss=hp["loss"], lr=hp["lr"],
