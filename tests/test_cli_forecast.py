@@ -140,3 +140,25 @@ def test_adjust_blends_a_checkpoint_into_a_new_file_and_refuses_what_it_cannot_d
     point = tsattn("adjust", "--ckpt", str(ckpt), "--calibrate", "-o", "x.ckpt", cwd=tmp_path)
     assert point.returncode == 1 and "quantile model" in point.stderr and "Traceback" not in point.stderr
     assert not (tmp_path / "x.ckpt").exists()
+
+
+def test_adjust_combines_fits_of_one_model(series_csv, tmp_path):
+    ckpts = []
+    for seed in ("1", "2"):
+        fit = tsattn("fit", "--data.data", "my.csv", "--data.lookback", "24", "--data.horizon", "6", "--model.seed", seed,
+                     "--data.seed", seed, "--seed_everything", seed,
+                     "--model.model_kwargs", TINY_WINDOW, "--trainer.default_root_dir", f"run{seed}", *QUIET, cwd=tmp_path)
+        assert fit.returncode == 0, fit.stderr[-3000:]
+        ckpts.append(fit.stdout.strip().splitlines()[-1])
+    out = tsattn("adjust", "--ckpt", *ckpts, "-o", "ensemble.ckpt", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    combined = Forecaster.load(tmp_path / "ensemble.ckpt")
+    assert combined.config["ensemble"] == 2
+    expected = Forecaster.combine([Forecaster.load(c) for c in ckpts])
+    pd.testing.assert_frame_equal(combined.predict(series_csv), expected.predict(series_csv), rtol=1e-6)
+    other = tsattn("fit", "--data.data", "my.csv", "--data.lookback", "24", "--data.horizon", "6", "--model.lr", "0.01",
+                   "--model.model_kwargs", TINY_WINDOW, "--trainer.default_root_dir", "run3", *QUIET, cwd=tmp_path)
+    assert other.returncode == 0, other.stderr[-3000:]
+    refused = tsattn("adjust", "--ckpt", ckpts[0], other.stdout.strip().splitlines()[-1], "-o", "x.ckpt", cwd=tmp_path)
+    assert refused.returncode == 1 and "lr" in refused.stderr and "Traceback" not in refused.stderr
+    assert not (tmp_path / "x.ckpt").exists()

@@ -5,6 +5,7 @@
     tsattn test --config configs/ETTh1/patchtst_continuous_96.yaml --ckpt_path <checkpoint>
     tsattn forecast --ckpt <checkpoint> --data my.csv -o forecast.csv      # (tsattn predict: the same)
     tsattn adjust --ckpt <checkpoint> --blend-naive --calibrate -o adjusted.ckpt
+    tsattn adjust --ckpt seed1.ckpt seed2.ckpt seed3.ckpt -o ensemble.ckpt    # Forecaster.combine
     tsattn fit --config ... --print_config
 
 The YAML file is the record of an experiment; this module holds no logic beyond the links of
@@ -23,8 +24,9 @@ What the console script writes: ``fit`` writes its run (logs, checkpoints, the c
 ``./lightning_logs``) and prints the best checkpoint's path as its last line of standard output;
 ``fast_dev_run`` writes no checkpoint. ``test`` and ``validate`` write nothing unless given a
 ``default_root_dir``. ``forecast`` writes only the ``-o`` file (or standard output). ``adjust`` fits
-``Forecaster.blend_naive`` and / or ``Forecaster.calibrate`` to a checkpoint on a split of the data it
-was fit on (or ``--data``) and writes the adjusted checkpoint to ``-o`` only (never over its input).
+``Forecaster.blend_naive`` and / or ``Forecaster.calibrate`` to a checkpoint (or to several fits of one model,
+combined first: ``Forecaster.combine``) on a split of the data it was fit on (or ``--data``) and writes the
+adjusted checkpoint to ``-o`` only (never over its input).
 Exit status: 0 on success, 2 on bad usage, 1 on bad data (the ``DataError`` text on standard error).
 """
 from __future__ import annotations
@@ -97,10 +99,11 @@ def build_cli(args: Optional[Union[list[str], dict[str, Any]]] = None, *, run: b
     return ForecastCLI(ForecastModule, LightningDataModule, args=args, run=run, **options)
 
 
-def _checkpoint_parser(prog: str, description: str, data_help: str) -> argparse.ArgumentParser:
-    """The options of a command that reads a checkpoint (``--ckpt``) and data (``--data``)."""
+def _checkpoint_parser(prog: str, description: str, data_help: str, **ckpt: Any) -> argparse.ArgumentParser:
+    """The options of a command that reads a checkpoint (``--ckpt``; ``ckpt``: its other argparse settings)
+    and data (``--data``)."""
     parser = argparse.ArgumentParser(prog=prog, description=description)
-    parser.add_argument("--ckpt", "--ckpt_path", required=True, help="the checkpoint")
+    parser.add_argument("--ckpt", "--ckpt_path", required=True, **{"help": "the checkpoint", **ckpt})
     parser.add_argument("--data", "--data.data", help=data_help)
     return parser
 
@@ -166,9 +169,12 @@ def _adjust_parser(prog: str) -> argparse.ArgumentParser:
     parser = _checkpoint_parser(
         prog, "Fit the post-training adjustments of a checkpoint (written by Forecaster.save or tsattn fit) on a split "
               "of its data, and write the adjusted checkpoint: the naive blend (Forecaster.blend_naive), then the "
-              "intervals' calibration (Forecaster.calibrate).",
+              "intervals' calibration (Forecaster.calibrate). Several checkpoints of one model's fits are combined first "
+              "(Forecaster.combine).",
         "the data to fit them on: a CSV file or a registered name, read as the model's data was (default: the data it "
-        "was fit on)")
+        "was fit on)", nargs="+",
+        help="the checkpoint; or several fits of one model and settings (its seeds) on the same data, combined into "
+             "one model that forecasts their mean (Forecaster.combine) before any adjustment")
     parser.add_argument("--blend-naive", action="store_true",
                         help="per channel (variable), move the forecast towards the naive one as far as the split says")
     parser.add_argument("--calibrate", action="store_true", help="calibrate a quantile model's intervals on the split")
@@ -178,19 +184,22 @@ def _adjust_parser(prog: str) -> argparse.ArgumentParser:
 
 
 def adjust_main(argv: list[str], prog: str = f"tsattn {ADJUST_COMMAND}") -> int:
-    """``tsattn adjust``: a checkpoint in, the same model with its blend and / or calibration fit out."""
+    """``tsattn adjust``: a checkpoint (or several fits, combined) in, the model with its blend and / or
+    calibration fit out."""
     from .api import Forecaster
 
     args = _adjust_parser(prog).parse_args(argv)
-    if not (args.blend_naive or args.calibrate):
-        print(f"{prog}: error: nothing to adjust: pass --blend-naive and / or --calibrate", file=sys.stderr)
+    if not (args.blend_naive or args.calibrate or len(args.ckpt) > 1):
+        print(f"{prog}: error: nothing to adjust: pass --blend-naive and / or --calibrate, or several checkpoints "
+              "to combine", file=sys.stderr)
         return 2
     output = Path(args.output).expanduser()
-    if output.exists() and output.resolve() == Path(args.ckpt).expanduser().resolve():
-        print(f"{prog}: error: -o names the input checkpoint; write the adjusted model to a new file", file=sys.stderr)
+    if output.exists() and any(output.resolve() == Path(c).expanduser().resolve() for c in args.ckpt):
+        print(f"{prog}: error: -o names an input checkpoint; write the adjusted model to a new file", file=sys.stderr)
         return 2
     try:
-        f = Forecaster.load(args.ckpt)
+        fits = [Forecaster.load(c) for c in args.ckpt]
+        f = fits[0] if len(fits) == 1 else Forecaster.combine(fits)
         if args.blend_naive:
             f.blend_naive(args.data, split=args.split)
         if args.calibrate:
