@@ -118,7 +118,7 @@ class ObservationTask(Task):
     def training_loss(self, module: "ForecastModule", batch: dict[str, Tensor],
                       net: Optional[nn.Module] = None) -> Tensor:
         with self.context():                       # the raw outputs: each quantile's loss reaches only itself
-            pred = (net or module.net)(*(batch[key] for key in INPUTS), **_static(batch))
+            pred = (module.net if net is None else net)(*(batch[key] for key in INPUTS), **_static(batch))
         mask, target = batch["y_mask"], batch["y_value"]
         spec = module.quantile_spec
         if spec is not None:

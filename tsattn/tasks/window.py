@@ -97,8 +97,8 @@ class WindowTask(Task):
     def training_loss(self, module: "ForecastModule", batch: dict[str, Tensor],
                       net: Optional[nn.Module] = None) -> Tensor:
         index = module.hparams.target_index
-        pred, target = (net or module.net).training_pairs(batch["x"], batch.get("t_x"), batch["y"],
-                                                 slice(None) if index is None else index)
+        net = module.net if net is None else net
+        pred, target = net.training_pairs(batch["x"], batch.get("t_x"), batch["y"], slice(None) if index is None else index)
         spec = module.quantile_spec
         kind = module.hparams.loss
         if spec is not None:
