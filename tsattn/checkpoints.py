@@ -8,7 +8,6 @@ estimator's own settings) and ``pytorch-lightning_version``. Files written by ``
 """
 from __future__ import annotations
 
-import inspect
 import os
 import tempfile
 from pathlib import Path
@@ -64,9 +63,8 @@ def read_checkpoint(path: Union[str, os.PathLike], map_location: str = "cpu") ->
     hp = checkpoint.get("hyper_parameters") if isinstance(checkpoint, dict) else None
     if not isinstance(hp, dict) or "model" not in hp or not isinstance(checkpoint.get("state_dict"), dict):
         raise ValueError(f"{not_ours} (it is a PyTorch file without a tsattn model's hyperparameters and weights)")
-    known = inspect.signature(ForecastModule).parameters
     try:
-        module = ForecastModule(**{k: v for k, v in hp.items() if k in known})
+        module = ForecastModule.from_hparams(hp)
         module.load_state_dict(checkpoint["state_dict"])
     except (RuntimeError, ValueError, TypeError) as exc:
         raise ValueError(f"{not_ours} (its weights do not fit the model it describes: {exc})") from None

@@ -9,7 +9,6 @@ carried over: the mean forecast is another forecast, to be blended or calibrated
 """
 from __future__ import annotations
 
-import inspect
 from typing import Any, Sequence
 
 import torch
@@ -44,8 +43,7 @@ def combine_modules(modules: Sequence[ForecastModule]) -> ForecastModule:
             raise ValueError(f"model {i} differs from the first in {'; '.join(differ)}: combine fits of one model and "
                              "settings (its seeds, say), each fit on the same data")
     nets = [net for module in modules for net in members_of(module.net)]
-    known = inspect.signature(ForecastModule).parameters
-    combined = ForecastModule(**{k: v for k, v in {**first, "ensemble": len(nets)}.items() if k in known})
+    combined = ForecastModule.from_hparams({**first, "ensemble": len(nets)})
     fresh = combined.state_dict()
     state = {key: (fresh[key] if key in AFTER_FIT_BUFFERS else value)
              for key, value in modules[0].state_dict().items() if not key.startswith("net.")}
@@ -54,7 +52,7 @@ def combine_modules(modules: Sequence[ForecastModule]) -> ForecastModule:
     combined.load_state_dict(state)
     with torch.no_grad():  # statistics of the data kept outside the checkpoint (the MASE denominators)
         for name, buffer in modules[0].named_buffers(recurse=False):
-            if name not in combined.state_dict():
+            if name not in fresh:
                 getattr(combined, name).copy_(buffer)
     return combined.to(next(modules[0].parameters()).device)
 

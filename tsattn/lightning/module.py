@@ -8,6 +8,7 @@ class asks ``self.task`` and never the model's kind.
 """
 from __future__ import annotations
 
+import inspect
 import math
 import numbers
 import warnings
@@ -173,6 +174,12 @@ class ForecastModule(pl.LightningModule):
             self.register_buffer("calibrated", torch.tensor(False))
         self.val_metrics = self.task.metrics(n_out, self.quantile_spec)
         self.test_metrics = self.task.metrics(n_out, self.quantile_spec)
+
+    @classmethod
+    def from_hparams(cls, hparams: dict[str, Any]) -> "ForecastModule":
+        """A module built from saved hyperparameters (a checkpoint's); keys it does not take are ignored."""
+        known = inspect.signature(cls).parameters
+        return cls(**{key: value for key, value in hparams.items() if key in known})
 
     # -- wiring ------------------------------------------------------------------------------------
     def setup(self, stage: str) -> None:
