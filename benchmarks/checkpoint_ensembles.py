@@ -69,10 +69,8 @@ def protocol_metrics(forecast: np.ndarray, observed: np.ndarray, scale: np.ndarr
 class _Targets:
     """Every target of the fit's data at the protocol's origins, and which split each belongs to."""
 
-    def __init__(self, checkpoint: pathlib.Path, splits: Sequence[str]) -> None:
-        from tsattn import Forecaster
-
-        self.forecaster, self.checkpoint = Forecaster.load(checkpoint), checkpoint
+    def __init__(self, forecaster: Any, checkpoint: pathlib.Path, splits: Sequence[str]) -> None:
+        self.forecaster, self.checkpoint = forecaster, checkpoint        # the first run's, loaded from checkpoint
         data = FitData.of(self.forecaster, str(checkpoint))      # every backtest reuses the data read once
         self.origins, self.id_column, self.variable_column = data.origins, data.id_column, data.variable_column
         frame = self._backtest()
@@ -87,12 +85,9 @@ class _Targets:
             warnings.simplefilter("ignore")                       # in-sample warnings: the train series
             return (forecaster or self.forecaster).backtest(cutoffs=self.origins).reset_index(drop=True)
 
-    def forecaster_of(self, checkpoint: pathlib.Path) -> Any:
-        """The model of ``checkpoint`` (its own settings: runs of variants of one model can differ in them) on the
-        data read once; a run fit on other data is refused."""
-        from tsattn import Forecaster
-
-        forecaster = Forecaster.load(checkpoint)
+    def attach(self, forecaster: Any, checkpoint: pathlib.Path) -> Any:
+        """``forecaster`` (loaded from ``checkpoint``, with its own settings: runs of variants of one model can
+        differ in them) on the data read once; a run fit on other data is refused."""
         if forecaster.data_record != self.forecaster.data_record:
             raise SystemExit(f"{checkpoint}: fit on other data than the first run's ({self.checkpoint}); "
                              f"ensembles are measured on the same targets")
@@ -131,15 +126,15 @@ def evaluate(runs: Sequence[pathlib.Path], k: int, splits: Sequence[str],
     ranked = {run: ranked_checkpoints(run)[:k] for run in runs}
     from tsattn import Forecaster
 
-    for run in runs:                      # a checkpoint that cannot be read fails here, before the backtests
-        Forecaster.load(ranked[run][0][2])
-    targets = _Targets(ranked[runs[0]][0][2], splits)
+    # every run's model, read once: a checkpoint that cannot be read fails here, before the backtests
+    models = {run: Forecaster.load(ranked[run][0][2]) for run in runs}
+    targets = _Targets(models[runs[0]], ranked[runs[0]][0][2], splits)
     records: list[dict[str, Any]] = []
     pooled: dict[str, list[np.ndarray]] = {"best epochs": [], "prediction means": [], "weight means": []}
     for run in runs:
         rows = ranked[run]
         states = [torch.load(path, map_location="cpu", weights_only=True)["state_dict"] for _, _, path in rows]
-        model = targets.forecaster_of(rows[0][2])
+        model = targets.attach(models[run], rows[0][2])
         variants = {"weight mean": (targets.forecast(mean_state_dicts(states), model), rows)}
         if not weight_mean_only:
             forecasts = [targets.forecast(state, model) for state in states]
