@@ -3,10 +3,10 @@
     python benchmarks/attention_difference.py                   # the seed-1 twins of benchmarks/early_training.py
     python benchmarks/attention_difference.py --run runs/early/physionet2012_irregular_continuous_s1 --stays 800
 
-For a trained irregular model, every attention call of a forward pass over validation stays (the test
-split is not read) is run twice more on the same queries, keys, sink and knot times, once with each
-weighting, with one-hot values, which turns each output row into that query's attention weights over
-[sink, key 1, ..., key L]. Reported per kind of call (the temporal self-attention within a variable's
+For a trained irregular model (its run's best validation checkpoint), every attention call of a forward
+pass over validation stays (the test split is not read) is run twice more on the same queries, keys, sink
+and knot times, once with each weighting, with one-hot values, which turns each output row into that
+query's attention weights over [sink, key 1, ..., key L]. Reported per kind of call (the temporal self-attention within a variable's
 history, the decoder's cross-attention from forecast queries to that history): the mean total-variation
 distance ``0.5 * sum |w_continuous - w_softmax|`` over query rows and heads (0: the same weights, 1:
 disjoint), by the number of keys L a row reads, the same distance over the keys alone (each row's
@@ -23,6 +23,7 @@ import argparse
 import collections
 import json
 import pathlib
+import re
 import sys
 import time
 import warnings
@@ -33,12 +34,13 @@ import torch
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.run_protocol import git_commit  # noqa: E402
+from benchmarks.run_protocol import best_checkpoint, git_commit  # noqa: E402
 
 from tsattn.nn.attention import MultiHeadAttention  # noqa: E402
 
 BUCKETS = ((1, 1), (2, 3), (4, 7), (8, 15), (16, 10**9))
 KINDS = ("self", "cross", "series self", "series cross")
+SERIES_LAYER = re.compile(r"(^|\.)series_(blocks|cross)\.")
 
 
 def bucket_name(lo: int, hi: int) -> str:
@@ -122,18 +124,22 @@ class Probe:
             self.sink[(kind, a)] += float(w[a][..., 0].permute(0, 2, 1)[valid].sum())
 
 
+def series_layers(net: torch.nn.Module) -> list[MultiHeadAttention]:
+    """The attention layers of the series sequence (each member's, in an ``ensemble=k`` model, whose
+    layers are named ``members.<i>.series_blocks...``)."""
+    return [m for name, m in net.named_modules() if isinstance(m, MultiHeadAttention) and SERIES_LAYER.search(name)]
+
+
 def analyse(run: pathlib.Path, stays: int, threads: int) -> dict:
     from tsattn import Forecaster
 
     torch.set_num_threads(threads)
-    ckpt = sorted(p for p in (run / "checkpoints").glob("*.ckpt") if p.name != "last.ckpt")[-1]
+    ckpt = best_checkpoint(run)
     f = Forecaster.load(ckpt)
     dm = f._datamodule(None)
     dm.setup("test")
     module = f.module.eval()
-    net = module.net
-    series = [m for name, m in net.named_modules() if isinstance(m, MultiHeadAttention)
-              and name.startswith(("series_blocks.", "series_cross."))]
+    series = series_layers(module.net)
     start, seen = time.perf_counter(), 0
     with Probe(series) as probe, torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import pathlib
-import re
 import sys
 import time
 import warnings
@@ -37,17 +36,14 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.fit_data import FitData  # noqa: E402
-from benchmarks.run_protocol import git_commit  # noqa: E402
+from benchmarks.run_protocol import KEPT_CHECKPOINT_RE, git_commit  # noqa: E402
 from tsattn.metrics import backtest_metrics  # noqa: E402
-
-_NAME = re.compile(r"^epoch=(\d+)-val_mse=([0-9.eE+-]+)\.ckpt$")
-
 
 def ranked_checkpoints(run_dir: pathlib.Path) -> list[tuple[float, int, pathlib.Path]]:
     """(val MSE, epoch from 1, path) of each kept checkpoint under ``run_dir``, best first."""
     rows = []
     for path in pathlib.Path(run_dir).rglob("*.ckpt"):
-        match = _NAME.match(path.name)
+        match = KEPT_CHECKPOINT_RE.match(path.name)
         if match:
             rows.append((float(match.group(2)), int(match.group(1)) + 1, path))
     if not rows:

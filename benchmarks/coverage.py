@@ -31,7 +31,7 @@ from typing import Any, Optional, Sequence
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.run_protocol import git_commit  # noqa: E402
+from benchmarks.run_protocol import best_checkpoint, git_commit  # noqa: E402
 
 CONFIGS = {
     "ETTh1": "configs/ETTh1/patchtst_{attention}_96.yaml",
@@ -58,13 +58,6 @@ def train(dataset: str, attention: str, kind: str, epochs: int, seed: int, threa
     record = json.loads((names[0] / "record.json").read_text())
     record["run_dir"], record["argv"] = str(names[0]), " ".join(argv[1:])
     return record
-
-
-def best_checkpoint(run_dir: pathlib.Path) -> pathlib.Path:
-    found = sorted(p for p in (run_dir / "checkpoints").glob("*.ckpt") if p.name != "last.ckpt")
-    if not found:
-        raise SystemExit(f"no best checkpoint in {run_dir}/checkpoints")
-    return found[-1]
 
 
 def compare(dataset: str, attention: str, args: argparse.Namespace) -> dict[str, Any]:

@@ -96,6 +96,22 @@ def _is(entry: Any, name: str) -> bool:
 # --keep-checkpoints: one checkpoint per epoch, named by its epoch and validation MSE
 # (benchmarks/checkpoint_ensembles.py ranks them by it)
 KEPT_CHECKPOINT_NAME = "{epoch}-{val_mse:.6f}"
+KEPT_CHECKPOINT_RE = re.compile(r"^epoch=(\d+)-val_mse=([0-9.eE+-]+)\.ckpt$")
+
+
+def best_checkpoint(run_dir: pathlib.Path) -> pathlib.Path:
+    """The best validation epoch's checkpoint of a run: with ``--keep-checkpoints``' files (one per epoch,
+    ``epoch=E-val_mse=V.ckpt``) the one of the lowest V; else the one checkpoint besides ``last.ckpt`` that
+    a ``ModelCheckpoint`` on ``val_mse`` keeps. Exits naming the problem when there is none or several."""
+    found = [p for p in (pathlib.Path(run_dir) / "checkpoints").glob("*.ckpt") if p.name != "last.ckpt"]
+    kept = [(float(m.group(2)), int(m.group(1)), p) for p in found if (m := KEPT_CHECKPOINT_RE.match(p.name))]
+    if kept:
+        return min(kept, key=lambda row: (row[0], row[1]))[2]
+    if len(found) != 1:
+        raise SystemExit(f"{run_dir}/checkpoints: {'no checkpoint' if not found else f'{len(found)} checkpoints'} "
+                         "besides last.ckpt, and none named epoch=E-val_mse=V.ckpt: give the best one's run, "
+                         "or train with --keep-checkpoints")
+    return found[0]
 
 
 def apply_overrides(config: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:

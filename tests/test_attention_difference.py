@@ -73,3 +73,18 @@ def test_series_layers_are_counted_as_their_own_kinds(benchmark_script):
     plain = module_.Probe()
     plain.record(attn, q, k, v, positions, times, lengths)                    # not a series layer: "cross"
     assert sum(plain.rows[("cross", b)] for b in ("4-7", "2-3")) == B * M * H
+
+
+def test_series_layers_are_found_in_each_member_of_an_ensemble(benchmark_script):
+    from tsattn.models.ensemble import Ensemble
+    from tsattn.models.irregular import IrregularTransformer
+
+    module_ = benchmark_script("attention_difference")
+    torch.manual_seed(3)
+    net = IrregularTransformer(3, d_model=8, n_heads=2, n_layers=1, d_ff=8, series_layers=1)
+    one = module_.series_layers(net)
+    assert one and all(isinstance(m, MultiHeadAttention) for m in one)
+    everything = [m for m in net.modules() if isinstance(m, MultiHeadAttention)]
+    assert len(one) < len(everything)                                   # the variables' own layers are not
+    pair = Ensemble([net, IrregularTransformer(3, d_model=8, n_heads=2, n_layers=1, d_ff=8, series_layers=1)])
+    assert len(module_.series_layers(pair)) == 2 * len(one)

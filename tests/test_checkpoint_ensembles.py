@@ -164,3 +164,20 @@ def test_runs_of_variants_are_read_with_their_own_settings_and_other_data_is_ref
                                 "--out", str(other / "runs.jsonl")])
     with pytest.raises(SystemExit, match="other data"):
         ensembles.evaluate([folders[0], other / "runs" / record["name"]], k=1, splits=["val"])
+
+
+def test_best_checkpoint_of_a_run_is_the_lowest_validation_not_the_last_name(scripts, tmp_path):
+    run_protocol, _ = scripts
+    folder = tmp_path / "checkpoints"
+    folder.mkdir()
+    with pytest.raises(SystemExit, match="no checkpoint"):
+        run_protocol.best_checkpoint(tmp_path)
+    (folder / "last.ckpt").write_bytes(b"")
+    (folder / "epoch=3-step=8.ckpt").write_bytes(b"")     # what a ModelCheckpoint with save_top_k=1 keeps
+    assert run_protocol.best_checkpoint(tmp_path).name == "epoch=3-step=8.ckpt"
+    (folder / "epoch=12-step=26.ckpt").write_bytes(b"")
+    with pytest.raises(SystemExit, match="2 checkpoints.*--keep-checkpoints"):
+        run_protocol.best_checkpoint(tmp_path)
+    for name in ("epoch=9-val_mse=0.006000.ckpt", "epoch=10-val_mse=0.005000.ckpt", "epoch=19-val_mse=0.007000.ckpt"):
+        (folder / name).write_bytes(b"")                # epoch 9 sorts last by name; epoch 10 is the best
+    assert run_protocol.best_checkpoint(tmp_path).name == "epoch=10-val_mse=0.005000.ckpt"
