@@ -6,9 +6,9 @@
 
 Each positional argument is ``LABEL=FILE:NAME[,NAME...]``: the runs named NAME (a shell-style pattern:
 ``*``, ``?``, ``[12]``) in the JSON lines of FILE (a resumed run appends a later record under its name: the
-last one is read) make one line, their mean over runs
-per epoch, with a band of +- one standard deviation where there are two or more (runs that stopped early
-count for the epochs they ran). ``--vline E`` marks an epoch (a switch, say). Prints each line's best mean.
+last one is read) make one line, their mean over runs per epoch, with a band of +- one standard deviation
+where there are two or more (runs that stopped early count for the epochs they ran). ``--vline E`` marks an epoch (a switch, say). Prints each line's best mean
+over the epochs that all its runs reached.
 """
 from __future__ import annotations
 
@@ -75,17 +75,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker  # noqa: F401  (matplotlib.ticker below)
 
     fig, ax = plt.subplots(figsize=(6.5, 4))
     for label, curves in lines:
         epochs, mean, std = band(curves)
         ax.plot(epochs, mean * 1e3, marker="o", markersize=3, label=f"{label} ({len(curves)})")
         ax.fill_between(epochs, (mean - std) * 1e3, (mean + std) * 1e3, alpha=0.12)
-        best = int(np.nanargmin(mean))
-        print(f"{label}: {len(curves)} runs, best mean {mean[best] * 1e3:.3f} e-3 at epoch {best + 1}")
+        reached = min(len(c) for c in curves)        # the best mean over the epochs every run reached
+        best = int(np.argmin(mean[:reached]))
+        print(f"{label}: {len(curves)} runs, best mean {mean[best] * 1e3:.3f} e-3 at epoch {best + 1} "
+              f"(of the {reached} epochs every run reached)")
     for epoch in args.vline:
         ax.axvline(epoch, color="grey", linestyle=":", linewidth=1)
-    ax.set(title=args.title, xlabel="epoch", ylabel="validation MSE (e-3), mean +- std over runs")
+    ax.set_title(args.title, fontsize=9)
+    ax.set(xlabel="epoch", ylabel="validation MSE (e-3), mean +- std over runs")
+    ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     ax.legend(fontsize=8)
     fig.tight_layout()
     args.out.parent.mkdir(parents=True, exist_ok=True)

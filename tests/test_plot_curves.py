@@ -30,7 +30,11 @@ def test_lines_read_the_last_record_of_each_run_and_write_a_png(benchmark_script
     out = tmp_path / "figures" / "curves.png"
     assert plot.main([f"twin={records}:a_s1,a_s2", "--out", str(out), "--vline", "2.5"]) == 0
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "twin: 2 runs, best mean 4.500 e-3 at epoch 2" in capsys.readouterr().out
+    assert "twin: 2 runs, best mean 4.500 e-3 at epoch 2 (of the 2 epochs" in capsys.readouterr().out
+    _records(records, [{"name": "a_s1", "val_mse_curve": [6e-3, 5e-3, 1e-3]},
+                       {"name": "a_s2", "val_mse_curve": [6e-3, 4e-3]}])
+    plot.main([f"twin={records}:a_s*", "--out", str(out)])      # epoch 3, one run's alone, is not the best mean
+    assert "best mean 4.500 e-3 at epoch 2" in capsys.readouterr().out
 
 
 def test_bad_lines_name_the_fix(benchmark_script, tmp_path):
