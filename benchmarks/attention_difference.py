@@ -6,10 +6,10 @@
 For a trained irregular model (its run's best validation checkpoint), every attention call of a forward
 pass over validation stays (the test split is not read) is run twice more on the same queries, keys, sink
 and knot times, once with each weighting, with one-hot values, which turns each output row into that
-query's attention weights over [sink, key 1, ..., key L]. Reported per kind of call (the temporal self-attention within a variable's
-history, the decoder's cross-attention from forecast queries to that history): the mean total-variation
-distance ``0.5 * sum |w_continuous - w_softmax|`` over query rows and heads (0: the same weights, 1:
-disjoint), by the number of keys L a row reads, the same distance over the keys alone (each row's
+query's attention weights over [sink, key 1, ..., key L]. Reported per kind of call (the temporal
+self-attention within a variable's history, the decoder's cross-attention from forecast queries to that
+history): the mean total-variation distance ``0.5 * sum |w_continuous - w_softmax|`` over query rows and
+heads (0: the same weights, 1: disjoint), by the number of keys L a row reads, the same distance over the keys alone (each row's
 weights on the keys renormalised to one: where in the history each looks), and the weight each puts
 on the sink. Rows with no
 keys (variables never observed: both read the sink alone) and padded queries are left out. A model with

@@ -39,6 +39,7 @@ from benchmarks.fit_data import FitData  # noqa: E402
 from benchmarks.run_protocol import KEPT_CHECKPOINT_RE, git_commit  # noqa: E402
 from tsattn.metrics import backtest_metrics  # noqa: E402
 
+
 def ranked_checkpoints(run_dir: pathlib.Path) -> list[tuple[float, int, pathlib.Path]]:
     """(val MSE, epoch from 1, path) of each kept checkpoint under ``run_dir``, best first."""
     rows = []

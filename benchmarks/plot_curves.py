@@ -7,8 +7,8 @@
 Each positional argument is ``LABEL=FILE:NAME[,NAME...]``: the runs named NAME (a shell-style pattern:
 ``*``, ``?``, ``[12]``) in the JSON lines of FILE (a resumed run appends a later record under its name: the
 last one is read) make one line, their mean over runs per epoch, with a band of +- one standard deviation
-where there are two or more (runs that stopped early count for the epochs they ran). ``--vline E`` marks an epoch (a switch, say). Prints each line's best mean
-over the epochs that all its runs reached.
+where there are two or more (runs that stopped early count for the epochs they ran). ``--vline E`` marks
+an epoch (a switch, say). Prints each line's best mean over the epochs that all its runs reached.
 """
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import matplotlib.ticker  # noqa: F401  (matplotlib.ticker below)
+    import matplotlib.ticker
 
     fig, ax = plt.subplots(figsize=(6.5, 4))
     for label, curves in lines:
