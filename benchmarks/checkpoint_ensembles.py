@@ -36,21 +36,17 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.fit_data import FitData  # noqa: E402
-from benchmarks.run_protocol import KEPT_CHECKPOINT_RE, git_commit  # noqa: E402
+from benchmarks.run_protocol import git_commit, kept_checkpoints  # noqa: E402
 from tsattn.metrics import backtest_metrics  # noqa: E402
 
 
 def ranked_checkpoints(run_dir: pathlib.Path) -> list[tuple[float, int, pathlib.Path]]:
     """(val MSE, epoch from 1, path) of each kept checkpoint under ``run_dir``, best first."""
-    rows = []
-    for path in pathlib.Path(run_dir).rglob("*.ckpt"):
-        match = KEPT_CHECKPOINT_RE.match(path.name)
-        if match:
-            rows.append((float(match.group(2)), int(match.group(1)) + 1, path))
+    rows = kept_checkpoints(run_dir)
     if not rows:
         raise SystemExit(f"{run_dir}: no checkpoints named epoch=E-val_mse=V.ckpt; train the run with "
                          f"run_protocol.py --keep-checkpoints, which keeps one per epoch under these names")
-    return sorted(rows, key=lambda row: (row[0], row[1]))
+    return rows
 
 
 def protocol_metrics(forecast: np.ndarray, observed: np.ndarray, scale: np.ndarray,

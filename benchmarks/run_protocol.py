@@ -99,14 +99,22 @@ KEPT_CHECKPOINT_NAME = "{epoch}-{val_mse:.6f}"
 KEPT_CHECKPOINT_RE = re.compile(r"^epoch=(\d+)-val_mse=([0-9.eE+-]+)\.ckpt$")
 
 
+def kept_checkpoints(run_dir: pathlib.Path) -> list[tuple[float, int, pathlib.Path]]:
+    """(val MSE, epoch from 1, path) of each ``--keep-checkpoints`` file (``epoch=E-val_mse=V.ckpt``) under
+    ``run_dir``, best first (the earlier epoch on a tie); empty when there is none."""
+    rows = [(float(m.group(2)), int(m.group(1)) + 1, path) for path in pathlib.Path(run_dir).rglob("*.ckpt")
+            if (m := KEPT_CHECKPOINT_RE.match(path.name))]
+    return sorted(rows, key=lambda row: (row[0], row[1]))
+
+
 def best_checkpoint(run_dir: pathlib.Path) -> pathlib.Path:
     """The best validation epoch's checkpoint of a run: with ``--keep-checkpoints``' files (one per epoch,
     ``epoch=E-val_mse=V.ckpt``) the one of the lowest V; else the one checkpoint besides ``last.ckpt`` that
     a ``ModelCheckpoint`` on ``val_mse`` keeps. Exits naming the problem when there is none or several."""
-    found = [p for p in (pathlib.Path(run_dir) / "checkpoints").glob("*.ckpt") if p.name != "last.ckpt"]
-    kept = [(float(m.group(2)), int(m.group(1)), p) for p in found if (m := KEPT_CHECKPOINT_RE.match(p.name))]
+    kept = kept_checkpoints(run_dir)
     if kept:
-        return min(kept, key=lambda row: (row[0], row[1]))[2]
+        return kept[0][2]
+    found = [p for p in (pathlib.Path(run_dir) / "checkpoints").glob("*.ckpt") if p.name != "last.ckpt"]
     if len(found) != 1:
         raise SystemExit(f"{run_dir}/checkpoints: {'no checkpoint' if not found else f'{len(found)} checkpoints'} "
                          "besides last.ckpt, and none named epoch=E-val_mse=V.ckpt: give the best one's run, "
