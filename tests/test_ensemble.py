@@ -1,7 +1,8 @@
 """``ensemble=k``: k nets trained side by side, forecasting as their mean. One net is the model as it was (the same
 draw of weights); the forecast is the members' mean on both tasks; a training step gives each member the gradient
 it would get alone; a fitted ensemble's validation error is at most its members' mean error, and save / load keeps
-it; bad settings say so."""
+it; bad settings say so. ``bootstrap=True``: each member's loss weighs the batch's samples by its own Poisson(1)
+draw, where a weight of 0 leaves a sample out and a weight of 2 counts it twice."""
 import copy
 import warnings
 
@@ -188,3 +189,78 @@ def test_combining_what_cannot_be_combined_says_so():
         Forecaster.combine([one])
     with pytest.raises(TypeError, match="fitted Forecasters"):
         Forecaster.combine([one, one.module])
+
+
+def _subset(batch, rows):
+    return {k: (None if v is None else v[rows]) for k, v in batch.items()}
+
+
+def _loss(module, batch, weight=None):
+    return module.task.training_loss(module, batch, module.net, weight=weight)
+
+
+@pytest.mark.parametrize("reduction", ["variable", "point", "dataset"])
+def test_a_series_weight_counts_it_that_many_times(reduction):
+    torch.manual_seed(0)
+    module = irregular(loss_reduction=reduction)
+    if reduction == "dataset":
+        module.target_weight.copy_(torch.tensor([0.5, 2.0, 1.0]))
+    data = observation_batch()
+    torch.testing.assert_close(_loss(module, data, torch.ones(2)), _loss(module, data))
+    if reduction != "dataset":                              # "dataset" divides by the batch's size, not its targets
+        torch.testing.assert_close(_loss(module, data, torch.tensor([0.0, 1.0])), _loss(module, _subset(data, [1])))
+    torch.testing.assert_close(_loss(module, data, torch.tensor([2.0, 1.0])), _loss(module, _subset(data, [0, 0, 1])))
+    assert _loss(module, data, torch.tensor([2.0, 1.0])) != _loss(module, data)
+    nothing = _loss(module, data, torch.zeros(2))
+    assert nothing == 0.0 and nothing.requires_grad
+
+
+@pytest.mark.parametrize("quantiles", [None, [0.1, 0.9]])
+def test_a_window_weight_counts_it_that_many_times(quantiles):
+    torch.manual_seed(0)
+    module = window(quantiles=quantiles).eval()          # PatchTST's batch norm: each window alone in eval mode
+    data = window_batch()
+    torch.testing.assert_close(_loss(module, data, torch.ones(4)), _loss(module, data))
+    torch.testing.assert_close(_loss(module, data, torch.tensor([0.0, 1.0, 1.0, 2.0])),
+                               _loss(module, _subset(data, [1, 2, 3, 3])))
+    assert _loss(module, data, torch.zeros(4)) == 0.0
+
+
+@pytest.mark.parametrize("build,batch", [(irregular, observation_batch), (window, window_batch)])
+def test_bootstrap_gives_each_member_its_own_draw(build, batch):
+    torch.manual_seed(0)
+    module = build(ensemble=2, bootstrap=True)
+    data = batch()
+    n = module.task.batch_size(data)
+    torch.manual_seed(5)
+    draws = [torch.poisson(torch.ones(n)) for _ in range(2)]
+    assert not torch.equal(draws[0], draws[1])                            # the two members resample differently
+    expected = sum(_loss_of(module, member, data, w) for member, w in zip(module.net.members, draws))
+    torch.manual_seed(5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")                                   # self.log without a Trainer
+        loss = module.training_step(data, 0)
+    torch.testing.assert_close(loss, expected)
+    assert not torch.allclose(loss, sum(_loss_of(module, member, data, None) for member in module.net.members))
+
+
+def _loss_of(module, net, batch, weight):
+    return module.task.training_loss(module, batch, net, weight=weight)
+
+
+@pytest.mark.parametrize("kwargs,match", [({"bootstrap": True}, "ensemble to 2 or more"),
+                                          ({"ensemble": 2, "bootstrap": "yes"}, "True or False")])
+def test_bad_bootstrap_settings_say_so(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        Forecaster("irregular", **kwargs)
+
+
+def test_a_bootstrapped_fit_is_saved_and_combines_with_plain_fits(tmp_path):
+    table = observations()
+    bagged = _fit_irregular(table, 1, ensemble=2, bootstrap=True)
+    plain = _fit_irregular(table, 1, ensemble=2)
+    at = [table["hours"].max() + 1.0]
+    assert not np.allclose(bagged.predict(at=at)["value"], plain.predict(at=at)["value"])  # the draws mattered
+    g = Forecaster.load(bagged.save(tmp_path / "bagged.ckpt"))
+    assert g.config["bootstrap"] is True and g.module.hparams.bootstrap is True
+    assert Forecaster.combine([bagged, plain]).module.hparams.ensemble == 4

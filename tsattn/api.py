@@ -45,7 +45,8 @@ from .tasks.quantiles import quantiles_from
 
 DataLike = Union[str, os.PathLike, pd.DataFrame, Any]
 # settings a checkpoint's hyperparameters hold since a later version (older files: the defaults)
-LATER_SETTINGS = ("optimizer", "weight_decay", "huber_delta", "pct_start", "loss_reduction", "ensemble")
+LATER_SETTINGS = ("optimizer", "weight_decay", "huber_delta", "pct_start", "loss_reduction", "ensemble",
+                  "bootstrap")
 
 
 class Forecaster:
@@ -78,6 +79,8 @@ class Forecaster:
         seed: seeds weights, shuffling and dropout (an int >= 0); a fit is repeatable on CPU.
         ensemble: train this many nets side by side (each from its own initial weights, each on its own loss,
             the same batches) and forecast their mean; k times the compute (``ForecastModule``). Default 1.
+        bootstrap: with ``ensemble`` > 1, each member weighs each sample of a training batch by its own
+            Poisson(1) draw (online bagging: each learns from its own resample, so they err less alike).
         quantiles: a probabilistic forecast: the quantile levels to forecast (e.g. ``[0.1, 0.5, 0.9]``;
             0.5 is added: the point forecast, trained with ``loss``, ``"pinball"`` making it a median),
             the others with the pinball loss; ``predict`` adds the intervals (``OT-lo-80``, ``OT-hi-80``).
@@ -112,6 +115,7 @@ class Forecaster:
         batch_size: Optional[int] = None,
         seed: int = 2021,
         ensemble: int = 1,
+        bootstrap: bool = False,
         compile: bool = False,
         quantiles: Optional[list[float]] = None,
         levels: Optional[list[float]] = None,
@@ -135,7 +139,7 @@ class Forecaster:
                            loss=loss, lr=lr, lr_schedule=lr_schedule, optimizer=optimizer,
                            weight_decay=weight_decay, huber_delta=huber_delta, pct_start=pct_start,
                            loss_reduction=loss_reduction, compile=compile, seed=int(seed), ensemble=ensemble,
-                           quantiles=quantiles_from(quantiles, levels))
+                           bootstrap=bootstrap, quantiles=quantiles_from(quantiles, levels))
         if calibrate and not self.config["quantiles"]:
             raise ValueError("calibrate=True widens or narrows intervals: give quantiles=[...] or levels=[...] too")
         self.calibrate_on_fit = bool(calibrate)

@@ -16,8 +16,9 @@ import torch
 from ..models.ensemble import members_of
 from .module import ForecastModule
 
-# settings that may differ between the modules combined: the seed each was trained from, and how many nets each has
-FREE_SETTINGS = ("seed", "ensemble")
+# settings that may differ between the modules combined: the seed each was trained from, how many nets each has
+# and whether they were trained on resampled batches (none changes how a trained net forecasts)
+FREE_SETTINGS = ("seed", "ensemble", "bootstrap")
 # buffers of adjustments fit on a module's forecast after training: reset in the combined module
 AFTER_FIT_BUFFERS = ("naive_weight", "naive_blended", "interval_shift", "interval_floor", "calibrated")
 

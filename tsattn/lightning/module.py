@@ -98,6 +98,10 @@ class ForecastModule(pl.LightningModule):
             same batches, each on its own loss (a training step sums them: each member's gradient is the one
             it would get alone; ``train_loss`` logs their mean); validation, early stopping and checkpoints read
             the mean. 1 (the default): one net. Costs k times the compute of one net per step.
+        bootstrap: with ``ensemble`` > 1, each member weighs each sample of every training batch (a series of
+            the observation task, a window of the window task) by its own Poisson(1) draw, online bagging:
+            each member learns from its own resample of the data instead of all from the same batches, so
+            that they err less alike. False (the default): every member on the whole batch.
     """
 
     def __init__(
@@ -124,6 +128,7 @@ class ForecastModule(pl.LightningModule):
         quantiles: Optional[list[float]] = None,
         n_static: int = 0,
         ensemble: int = 1,
+        bootstrap: bool = False,
     ) -> None:
         super().__init__()
         quantiles = quantiles_from(quantiles, None)
@@ -148,6 +153,11 @@ class ForecastModule(pl.LightningModule):
         if ensemble > 1 and not model_trainable(model):
             raise ValueError(f"{model!r} is a reference forecast with no weights to train: its members would all "
                              f"forecast alike; leave ensemble=1")
+        if not isinstance(bootstrap, bool):
+            raise ValueError(f"`bootstrap` must be True or False; got {bootstrap!r}")
+        if bootstrap and ensemble < 2:
+            raise ValueError("bootstrap=True resamples the batches of each member of an ensemble: set ensemble to 2 "
+                             "or more, or leave bootstrap=False")
         if target_index is not None:
             target_index = [int(i) for i in target_index]
         self.save_hyperparameters()
@@ -360,7 +370,13 @@ class ForecastModule(pl.LightningModule):
     # -- steps -------------------------------------------------------------------------------------
     def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> Tensor:
         # each member on its own loss; the sum gives each the gradient it would get alone (one net: its loss)
-        losses = [self.task.training_loss(self, batch, net) for net in members_of(self.net)]
+        members = members_of(self.net)
+        if self.hparams.get("bootstrap", False):  # each member on its own Poisson(1) resample of the batch's samples
+            n = self.task.batch_size(batch)
+            ones = torch.ones(n, device=self.device)
+            losses = [self.task.training_loss(self, batch, net, weight=torch.poisson(ones)) for net in members]
+        else:
+            losses = [self.task.training_loss(self, batch, net) for net in members]
         loss = losses[0] if len(losses) == 1 else torch.stack(losses).sum()
         self.log("train_loss", loss / len(losses), prog_bar=True, on_step=True, on_epoch=True,
                  batch_size=self.task.batch_size(batch))

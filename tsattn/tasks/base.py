@@ -167,8 +167,9 @@ class Task:
         raise NotImplementedError
 
     def training_loss(self, module: "ForecastModule", batch: dict[str, Tensor],
-                      net: Optional[nn.Module] = None) -> Tensor:
-        """The training loss of ``net`` (default ``module.net``; an ensemble's member) on ``batch``."""
+                      net: Optional[nn.Module] = None, weight: Optional[Tensor] = None) -> Tensor:
+        """The training loss of ``net`` (default ``module.net``; an ensemble's member) on ``batch``;
+        ``weight``: [B] each sample's weight (``bootstrap``), None: every sample alike."""
         raise NotImplementedError
 
     def batch_size(self, batch: dict[str, Tensor]) -> int:

@@ -116,7 +116,7 @@ class ObservationTask(Task):
         return self.finish(module, pred, batch["y_var"], batch)
 
     def training_loss(self, module: "ForecastModule", batch: dict[str, Tensor],
-                      net: Optional[nn.Module] = None) -> Tensor:
+                      net: Optional[nn.Module] = None, weight: Optional[Tensor] = None) -> Tensor:
         with self.context():                       # the raw outputs: each quantile's loss reaches only itself
             pred = (module.net if net is None else net)(*(batch[key] for key in INPUTS), **_static(batch))
         mask, target = batch["y_mask"], batch["y_value"]
@@ -125,26 +125,54 @@ class ObservationTask(Task):
             per_point = quantile_training_loss(pred, target, spec, module.hparams.loss, module.hparams.huber_delta)[mask]
         else:
             per_point = point_loss(module.hparams.loss, pred, target, module.hparams.huber_delta)[mask]
+        if weight is not None:
+            return self._weighted_loss(module, batch, per_point, weight.to(per_point.dtype))
         if module.hparams.loss_reduction == "point" or per_point.numel() == 0:
             return per_point.mean() if per_point.numel() else pred.sum() * 0.0
         var = batch["y_var"][mask]
         if module.hparams.loss_reduction == "dataset":
-            weight = module.target_weight
-            # filled once per fit and never emptied again: check once per module, not at every step (the
-            # check reads the tensor back, a device sync on a GPU)
-            if not getattr(module, "_target_weight_checked", False):
-                if torch.isnan(weight).any():
-                    raise RuntimeError("loss_reduction='dataset' weighs each target by its variable's count over "
-                                       "the training samples, which the fit takes from its data module: fit with a "
-                                       "tsattn ObservationDataModule (trainer.fit(module, datamodule=...)), or use "
-                                       "loss_reduction='variable'")
-                module._target_weight_checked = True
+            weight = self._target_weight(module)
             return (weight[var].to(per_point.dtype) * per_point).sum() / self.batch_size(batch)
         V = module.hparams.n_channels
         total = torch.zeros(V, dtype=per_point.dtype, device=pred.device).index_add(0, var, per_point)
         count = torch.bincount(var, minlength=V)
         seen = count > 0
         return (total[seen] / count[seen]).mean()
+
+    def _weighted_loss(self, module: "ForecastModule", batch: dict[str, Tensor], per_point: Tensor,
+                       series_weight: Tensor) -> Tensor:
+        """``training_loss`` of ``per_point`` (the real targets' losses) with a weight per series [B]: each
+        target counts as its series' weight; a zero loss when no target weighs."""
+        mask = batch["y_mask"]
+        weight = series_weight[:, None].expand(mask.shape)[mask]                     # [N], per real target
+        if not bool((weight > 0).any()):
+            return per_point.sum() * 0.0
+        reduction = module.hparams.loss_reduction
+        if reduction == "point":
+            return (weight * per_point).sum() / weight.sum()
+        var = batch["y_var"][mask]
+        if reduction == "dataset":  # as unweighted: over the batch's series (here: their weights' sum)
+            return (self._target_weight(module)[var].to(per_point.dtype) * weight * per_point).sum() / series_weight.sum()
+        V = module.hparams.n_channels
+        total = torch.zeros(V, dtype=per_point.dtype, device=per_point.device).index_add(0, var, weight * per_point)
+        count = torch.zeros(V, dtype=per_point.dtype, device=per_point.device).index_add(0, var, weight)
+        seen = count > 0
+        return (total[seen] / count[seen]).mean()
+
+    @staticmethod
+    def _target_weight(module: "ForecastModule") -> Tensor:
+        """``loss_reduction="dataset"``'s weight per variable (from the data module at setup)."""
+        weight = module.target_weight
+        # filled once per fit and never emptied again: check once per module, not at every step (the
+        # check reads the tensor back, a device sync on a GPU)
+        if not getattr(module, "_target_weight_checked", False):
+            if torch.isnan(weight).any():
+                raise RuntimeError("loss_reduction='dataset' weighs each target by its variable's count over "
+                                   "the training samples, which the fit takes from its data module: fit with a "
+                                   "tsattn ObservationDataModule (trainer.fit(module, datamodule=...)), or use "
+                                   "loss_reduction='variable'")
+            module._target_weight_checked = True
+        return weight
 
     def batch_size(self, batch: dict[str, Tensor]) -> int:
         return batch["y_var"].shape[0]

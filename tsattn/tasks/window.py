@@ -20,7 +20,7 @@ from ..data.errors import DataWarning
 from ..data.windows.backtest import backtest_frame, backtest_windows, in_sample_windows
 from ..data.windows.datamodule import CSVDataModule
 from ..metrics import PointError, QuantileError
-from .base import Task, quantile_training_loss
+from .base import Task, point_loss, quantile_training_loss
 from .quantiles import QuantileSpec
 
 if TYPE_CHECKING:
@@ -95,7 +95,7 @@ class WindowTask(Task):
         return self.finish(module, y, None, batch)
 
     def training_loss(self, module: "ForecastModule", batch: dict[str, Tensor],
-                      net: Optional[nn.Module] = None) -> Tensor:
+                      net: Optional[nn.Module] = None, weight: Optional[Tensor] = None) -> Tensor:
         index = module.hparams.target_index
         net = module.net if net is None else net
         pred, target = net.training_pairs(batch["x"], batch.get("t_x"), batch["y"], slice(None) if index is None else index)
@@ -103,12 +103,21 @@ class WindowTask(Task):
         kind = module.hparams.loss
         if spec is not None:
             # the raw outputs: sorting would pass a crossing quantile's loss on to the point forecast
-            return quantile_training_loss(pred, target, spec, kind, module.hparams.huber_delta).mean()
-        if kind == "mae":
-            return F.l1_loss(pred, target)
-        if kind == "huber":
-            return F.huber_loss(pred, target, delta=module.hparams.huber_delta)
-        return F.mse_loss(pred, target)
+            per_value = quantile_training_loss(pred, target, spec, kind, module.hparams.huber_delta)
+        elif weight is None:
+            if kind == "mae":
+                return F.l1_loss(pred, target)
+            if kind == "huber":
+                return F.huber_loss(pred, target, delta=module.hparams.huber_delta)
+            return F.mse_loss(pred, target)
+        else:
+            per_value = point_loss(kind, pred, target, module.hparams.huber_delta)
+        if weight is None:
+            return per_value.mean()
+        # each window's mean loss, weighted by its draw (no window drawn: a zero loss that keeps the graph)
+        per_window = per_value.reshape(per_value.shape[0], -1).mean(dim=1)            # [B]
+        total = weight.to(per_window.dtype).sum()
+        return (weight.to(per_window.dtype) * per_window).sum() / total.clamp_min(1.0)
 
     def batch_size(self, batch: dict[str, Tensor]) -> int:
         return batch["x"].shape[0]
