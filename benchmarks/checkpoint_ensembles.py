@@ -13,7 +13,8 @@ and ``weight mean`` (one model whose weights are the k best epochs' averaged: wh
 ``tsattn.lightning.BestEpochsAverage`` and ``Forecaster.fit(average_best=k)`` give when training ends). With more than one run (seeds
 of one model), also the mean over the runs of each run's best-epoch forecast and of each run's prediction
 mean, of each run's weights' mean, and of ensembles of 1, 2, ... of the runs' weights' means (averaged over the
-subsets of that size). The runs may be variants of one model (each checkpoint is read with its own settings),
+subsets of that size). ``--members``: for a run of an ``ensemble=k`` model, also each member of its weights' mean
+alone and the members' mean (how much the one fit's members gain by averaging). The runs may be variants of one model (each checkpoint is read with its own settings),
 fit on the same data. Every forecast is ``Forecaster.backtest(cutoffs=origins)`` over all series of the fit's data (the
 data read and scaled the fit's way, the protocol's origins); metrics per split: the protocol's, per
 variable over every target, MSE and MAE on the scaled data, then the mean over variables. The validation
@@ -106,10 +107,32 @@ class _Targets:
         return out
 
 
+def member_states(state_dict: dict[str, Any]) -> list[dict[str, Any]]:
+    """An ``ensemble=k`` module's state dict -> the state dict of a one-net module per member (the module's other
+    entries with each); [] for a one-net module."""
+    prefix = "net.members."
+    indices = sorted({int(key[len(prefix):].split(".", 1)[0]) for key in state_dict if key.startswith(prefix)})
+    shared = {key: value for key, value in state_dict.items() if not key.startswith("net.")}
+    return [{**shared, **{"net." + key[len(f"{prefix}{i}."):]: value for key, value in state_dict.items()
+                          if key.startswith(f"{prefix}{i}.")}} for i in indices]
+
+
+def _one_net(forecaster: Any) -> Any:
+    """A copy of a fitted ``ensemble=k`` Forecaster around a one-net module of its settings (weights to load)."""
+    import copy
+
+    from tsattn.lightning import ForecastModule
+
+    single = copy.copy(forecaster)
+    single.module = ForecastModule(**{**forecaster.module.hparams, "ensemble": 1, "bootstrap": False})
+    return single
+
+
 def evaluate(runs: Sequence[pathlib.Path], k: int, splits: Sequence[str],
-             weight_mean_only: bool = False) -> list[dict[str, Any]]:
+             weight_mean_only: bool = False, members: bool = False) -> list[dict[str, Any]]:
     """The records (see the module docstring) of ``runs``, k best epochs each; ``weight_mean_only``: per run
-    only the weights' mean (one forecast per run instead of k + 1)."""
+    only the weights' mean (one forecast per run instead of k + 1); ``members``: each member of an ensemble
+    run's weights' mean alone, and their mean."""
     import torch
 
     from tsattn.lightning import mean_state_dicts
@@ -128,7 +151,17 @@ def evaluate(runs: Sequence[pathlib.Path], k: int, splits: Sequence[str],
         rows = ranked[run]
         states = [torch.load(path, map_location="cpu", weights_only=True)["state_dict"] for _, _, path in rows]
         model = targets.attach(models[run], rows[0][2])
-        variants = {"weight mean": (targets.forecast(mean_state_dicts(states), model), rows)}
+        mean_state = mean_state_dicts(states)
+        variants = {"weight mean": (targets.forecast(mean_state, model), rows)}
+        if members and member_states(mean_state):
+            single = _one_net(model)
+            scores = [targets.metrics(targets.forecast(state, single)) for state in member_states(mean_state)]
+            for i, score in enumerate(scores):
+                records.append({"run": _run_name(run), "variant": f"weight mean: member {i + 1} alone", "k": len(rows),
+                                "epochs": [epoch for _, epoch, _ in rows], "logged_val_mse": None, **score})
+            records.append({"run": _run_name(run), "variant": "weight mean: members alone, their mean", "k": len(rows),
+                            "epochs": [epoch for _, epoch, _ in rows], "logged_val_mse": None,
+                            **{key: float(np.mean([score[key] for score in scores])) for key in scores[0]}})
         if not weight_mean_only:
             forecasts = [targets.forecast(state, model) for state in states]
             variants = {"best epoch": (forecasts[0], rows[:1]), "prediction mean": (np.mean(forecasts, axis=0), rows),
@@ -185,6 +218,8 @@ def main(argv: Optional[Sequence[str]] = None) -> list[dict[str, Any]]:
     parser.add_argument("--test", action="store_true", help="the test split too (fix the variants on validation first)")
     parser.add_argument("--weight-mean-only", action="store_true",
                         help="per run only the weights' mean of its k best epochs (one forecast per run)")
+    parser.add_argument("--members", action="store_true",
+                        help="an ensemble=k run: each member of its weights' mean alone too, and their mean")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--tag", default="", help="free text stored with each record")
     parser.add_argument("--out", type=pathlib.Path, help="append the records here as JSON lines")
@@ -196,7 +231,8 @@ def main(argv: Optional[Sequence[str]] = None) -> list[dict[str, Any]]:
     stamp = {"commit": git_commit(),           # the code this evaluation imports: taken before HEAD may move
              "command": " ".join(["checkpoint_ensembles.py", *(sys.argv[1:] if argv is None else argv)]),
              "date": time.strftime("%Y-%m-%d %H:%M"), "tag": args.tag}
-    records = evaluate(args.runs, args.k, ["val", "test"] if args.test else ["val"], args.weight_mean_only)
+    records = evaluate(args.runs, args.k, ["val", "test"] if args.test else ["val"], args.weight_mean_only,
+                       args.members)
     for record in records:
         record.update(stamp)
         print(json.dumps(record))

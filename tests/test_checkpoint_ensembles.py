@@ -181,3 +181,22 @@ def test_best_checkpoint_of_a_run_is_the_lowest_validation_not_the_last_name(scr
     for name in ("epoch=9-val_mse=0.006000.ckpt", "epoch=10-val_mse=0.005000.ckpt", "epoch=19-val_mse=0.007000.ckpt"):
         (folder / name).write_bytes(b"")                # epoch 9 sorts last by name; epoch 10 is the best
     assert run_protocol.best_checkpoint(tmp_path).name == "epoch=10-val_mse=0.005000.ckpt"
+
+
+def test_members_of_an_ensemble_run_are_scored_alone(scripts, runs, tmp_path):
+    run_protocol, ensembles = scripts
+    root, folders, _ = runs
+    record = run_protocol.main(["--config", str(root / "irregular.yaml"), "--seed", "1", "--keep-checkpoints",
+                                "--no-test", "--threads", "1", "--resume", "--runs-dir", str(tmp_path / "pair"),
+                                "--set", "model.ensemble=2", "--set", "model.bootstrap=true",
+                                "--out", str(tmp_path / "runs.jsonl")])
+    pair = tmp_path / "pair" / record["name"]
+    out = ensembles.evaluate([pair], k=2, splits=["val"], weight_mean_only=True, members=True)
+    assert [r["variant"] for r in out] == ["weight mean: member 1 alone", "weight mean: member 2 alone",
+                                           "weight mean: members alone, their mean", "weight mean"]
+    one, two, mean, ensemble = (r["val_mse"] for r in out)
+    assert one != two and mean == pytest.approx((one + two) / 2, rel=1e-12)
+    assert ensemble <= mean + 1e-9                        # per variable, the mean forecast's error is at most theirs
+    # a one-net run has no members to score: the same records as without the option
+    plain = ensembles.evaluate([folders[0]], k=2, splits=["val"], weight_mean_only=True, members=True)
+    assert [r["variant"] for r in plain] == ["weight mean"]
