@@ -10,14 +10,15 @@ Each run folder must hold the checkpoints ``run_protocol.py --keep-checkpoints``
 ``epoch=E-val_mse=V.ckpt``; they are ranked by that validation MSE. Per run, three forecasts of every target:
 ``best epoch`` (what the protocol tests), ``prediction mean`` (the forecasts of the k best epochs averaged)
 and ``weight mean`` (one model whose weights are the k best epochs' averaged: what
-``tsattn.lightning.BestEpochsAverage`` and ``Forecaster.fit(average_best=k)`` give when training ends). With more than one run (seeds
-of one model), also the mean over the runs of each run's best-epoch forecast and of each run's prediction
-mean, of each run's weights' mean, and of ensembles of 1, 2, ... of the runs' weights' means (averaged over the
-subsets of that size). ``--members``: for a run of an ``ensemble=k`` model, also each member of its weights' mean
-alone and the members' mean (how much the one fit's members gain by averaging). The runs may be variants of one model (each checkpoint is read with its own settings),
-fit on the same data. Every forecast is ``Forecaster.backtest(cutoffs=origins)`` over all series of the fit's data (the
-data read and scaled the fit's way, the protocol's origins); metrics per split: the protocol's, per
-variable over every target, MSE and MAE on the scaled data, then the mean over variables. The validation
+``tsattn.lightning.BestEpochsAverage`` and ``Forecaster.fit(average_best=k)`` give when training ends). With
+more than one run (seeds of one model), also the mean over the runs of each run's best-epoch forecast and of each
+run's prediction mean, of each run's weights' mean, and of ensembles of 1, 2, ... of the runs' weights' means
+(averaged over the subsets of that size). ``--members``: for a run of an ``ensemble=k`` model, also each member of
+its weights' mean alone and the members' mean (how much the one fit's members gain by averaging). The runs may be
+variants of one model (each checkpoint is read with its own settings), fit on the same data. Every forecast is
+``Forecaster.backtest(cutoffs=origins)`` over all series of the fit's data (the data read and scaled the fit's way,
+the protocol's origins); metrics per split: the protocol's, per variable over every target, MSE and MAE on the
+scaled data, then the mean over variables. The validation
 split by default; ``--test`` adds the test split. Nothing is trained.
 """
 from __future__ import annotations

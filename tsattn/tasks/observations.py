@@ -152,7 +152,8 @@ class ObservationTask(Task):
             return (weight * per_point).sum() / weight.sum()
         var = batch["y_var"][mask]
         if reduction == "dataset":  # as unweighted: over the batch's series (here: their weights' sum)
-            return (self._target_weight(module)[var].to(per_point.dtype) * weight * per_point).sum() / series_weight.sum()
+            by_variable = self._target_weight(module)[var].to(per_point.dtype)
+            return (by_variable * weight * per_point).sum() / series_weight.sum()
         V = module.hparams.n_channels
         total = torch.zeros(V, dtype=per_point.dtype, device=per_point.device).index_add(0, var, weight * per_point)
         count = torch.zeros(V, dtype=per_point.dtype, device=per_point.device).index_add(0, var, weight)
