@@ -215,10 +215,15 @@ def test_a_series_weight_counts_it_that_many_times(reduction):
     assert nothing == 0.0 and nothing.requires_grad
 
 
-@pytest.mark.parametrize("quantiles", [None, [0.1, 0.9]])
-def test_a_window_weight_counts_it_that_many_times(quantiles):
+def decoder(**kwargs):
+    return ForecastModule("decoder", n_channels=3, lookback=32, horizon=8,
+                          model_kwargs={"d_model": 8, "n_heads": 2, "n_layers": 1, "d_ff": 16}, **kwargs)
+
+
+@pytest.mark.parametrize("build,quantiles", [(window, None), (window, [0.1, 0.9]), (decoder, None)])
+def test_a_window_weight_counts_it_that_many_times(build, quantiles):
     torch.manual_seed(0)
-    module = window(quantiles=quantiles).eval()          # PatchTST's batch norm: each window alone in eval mode
+    module = build(quantiles=quantiles).eval()           # PatchTST's batch norm: each window alone in eval mode
     data = window_batch()
     torch.testing.assert_close(_loss(module, data, torch.ones(4)), _loss(module, data))
     torch.testing.assert_close(_loss(module, data, torch.tensor([0.0, 1.0, 1.0, 2.0])),
