@@ -195,8 +195,8 @@ def _subset(batch, rows):
     return {k: (None if v is None else v[rows]) for k, v in batch.items()}
 
 
-def _loss(module, batch, weight=None):
-    return module.task.training_loss(module, batch, module.net, weight=weight)
+def _loss(module, batch, weight=None, net=None):
+    return module.task.training_loss(module, batch, net, weight=weight)
 
 
 @pytest.mark.parametrize("reduction", ["variable", "point", "dataset"])
@@ -207,6 +207,7 @@ def test_a_series_weight_counts_it_that_many_times(reduction):
         module.target_weight.copy_(torch.tensor([0.5, 2.0, 1.0]))
     data = observation_batch()
     torch.testing.assert_close(_loss(module, data, torch.ones(2)), _loss(module, data))
+    torch.testing.assert_close(_loss(module, data, torch.full((2,), 0.1)), _loss(module, data))  # weights below 1
     if reduction != "dataset":                              # "dataset" divides by the batch's size, not its targets
         torch.testing.assert_close(_loss(module, data, torch.tensor([0.0, 1.0])), _loss(module, _subset(data, [1])))
     torch.testing.assert_close(_loss(module, data, torch.tensor([2.0, 1.0])), _loss(module, _subset(data, [0, 0, 1])))
@@ -228,6 +229,7 @@ def test_a_window_weight_counts_it_that_many_times(build, quantiles):
     torch.testing.assert_close(_loss(module, data, torch.ones(4)), _loss(module, data))
     torch.testing.assert_close(_loss(module, data, torch.tensor([0.0, 1.0, 1.0, 2.0])),
                                _loss(module, _subset(data, [1, 2, 3, 3])))
+    torch.testing.assert_close(_loss(module, data, torch.full((4,), 0.1)), _loss(module, data))   # weights below 1
     assert _loss(module, data, torch.zeros(4)) == 0.0
 
 
@@ -240,17 +242,13 @@ def test_bootstrap_gives_each_member_its_own_draw(build, batch):
     torch.manual_seed(5)
     draws = [torch.poisson(torch.ones(n)) for _ in range(2)]
     assert not torch.equal(draws[0], draws[1])                            # the two members resample differently
-    expected = sum(_loss_of(module, member, data, w) for member, w in zip(module.net.members, draws))
+    expected = sum(_loss(module, data, w, member) for member, w in zip(module.net.members, draws))
     torch.manual_seed(5)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")                                   # self.log without a Trainer
         loss = module.training_step(data, 0)
     torch.testing.assert_close(loss, expected)
-    assert not torch.allclose(loss, sum(_loss_of(module, member, data, None) for member in module.net.members))
-
-
-def _loss_of(module, net, batch, weight):
-    return module.task.training_loss(module, batch, net, weight=weight)
+    assert not torch.allclose(loss, sum(_loss(module, data, None, member) for member in module.net.members))
 
 
 @pytest.mark.parametrize("kwargs,match", [({"bootstrap": True}, "ensemble to 2 or more"),

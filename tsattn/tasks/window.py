@@ -114,10 +114,11 @@ class WindowTask(Task):
             per_value = point_loss(kind, pred, target, module.hparams.huber_delta)
         if weight is None:
             return per_value.mean()
-        # each window's mean loss, weighted by its draw (no window drawn: a zero loss that keeps the graph)
+        # each window's mean loss, weighted (all weights 0: a zero loss that keeps the graph)
         per_window = per_value.reshape(per_value.shape[0], -1).mean(dim=1)            # [B]
-        total = weight.to(per_window.dtype).sum()
-        return (weight.to(per_window.dtype) * per_window).sum() / total.clamp_min(1.0)
+        weight = weight.to(per_window.dtype)
+        total = weight.sum()
+        return (weight * per_window).sum() / torch.where(total > 0, total, torch.ones_like(total))
 
     def batch_size(self, batch: dict[str, Tensor]) -> int:
         return batch["x"].shape[0]
