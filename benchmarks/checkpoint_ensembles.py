@@ -108,14 +108,16 @@ class _Targets:
         return out
 
 
-def member_states(state_dict: dict[str, Any]) -> list[dict[str, Any]]:
-    """An ``ensemble=k`` module's state dict -> the state dict of a one-net module per member (the module's other
-    entries with each); [] for a one-net module."""
-    prefix = "net.members."
-    indices = sorted({int(key[len(prefix):].split(".", 1)[0]) for key in state_dict if key.startswith(prefix)})
-    shared = {key: value for key, value in state_dict.items() if not key.startswith("net.")}
-    return [{**shared, **{"net." + key[len(f"{prefix}{i}."):]: value for key, value in state_dict.items()
-                          if key.startswith(f"{prefix}{i}.")}} for i in indices]
+def member_states(module: Any) -> list[dict[str, Any]]:
+    """The state dict of a one-net module per member of ``module``'s ensemble (``members_of``; the module's
+    entries outside its net with each); [] for a one-net module."""
+    from tsattn.models.ensemble import Ensemble, members_of
+
+    if not isinstance(module.net, Ensemble):
+        return []
+    shared = {key: value for key, value in module.state_dict().items() if not key.startswith("net.")}
+    return [{**shared, **{f"net.{key}": value for key, value in member.state_dict().items()}}
+            for member in members_of(module.net)]
 
 
 def _one_net(forecaster: Any) -> Any:
@@ -154,9 +156,10 @@ def evaluate(runs: Sequence[pathlib.Path], k: int, splits: Sequence[str],
         model = targets.attach(models[run], rows[0][2])
         mean_state = mean_state_dicts(states)
         variants = {"weight mean": (targets.forecast(mean_state, model), rows)}
-        if members and member_states(mean_state):
+        nets = member_states(model.module) if members else []        # the weights' mean's, loaded just above
+        if nets:
             single = _one_net(model)
-            scores = [targets.metrics(targets.forecast(state, single)) for state in member_states(mean_state)]
+            scores = [targets.metrics(targets.forecast(state, single)) for state in nets]
             for i, score in enumerate(scores):
                 records.append({"run": _run_name(run), "variant": f"weight mean: member {i + 1} alone", "k": len(rows),
                                 "epochs": [epoch for _, epoch, _ in rows], "logged_val_mse": None, **score})
