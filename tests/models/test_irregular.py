@@ -399,7 +399,7 @@ def test_learns_a_simple_irregular_problem(attention):
 
 
 def test_row_positions_count_distinct_times():
-    from tsattn.models.irregular import row_positions
+    from tsattn.models.irregular_parts import row_positions
 
     time = torch.tensor([[-5.0, -5.0, -2.5, -1.0, 0.0], [-9.0, -3.0, -3.0, 0.0, 0.0]])
     mask = torch.tensor([[True, True, True, True, False], [True, True, True, False, False]])
@@ -424,7 +424,7 @@ def test_row_positions_hide_gaps(attention):
 # -- the series sequence (series_layers): one token per distinct history time of a series --------------------
 
 def test_distinct_times_map_every_element_to_its_series_time():
-    from tsattn.models.irregular import distinct_times
+    from tsattn.models.irregular_parts import distinct_times
 
     series = torch.tensor([0, 0, 0, 2, 2, 0])
     time = torch.tensor([-5.0, -1.0, -5.0, -3.0, -0.5, -2.0])
@@ -440,7 +440,7 @@ def test_distinct_times_map_every_element_to_its_series_time():
 
 def test_distinct_ranks_agree_with_unique_rows():
     """The two-sort ranking of (series, time) pairs is torch.unique(dim=0) on the pairs, ties and empty input too."""
-    from tsattn.models.irregular import _distinct_ranks
+    from tsattn.models.irregular_parts import _distinct_ranks
 
     g = torch.Generator().manual_seed(3)
     for n in (0, 1, 7, 60):
@@ -458,7 +458,7 @@ def test_distinct_ranks_agree_with_unique_rows():
 def test_series_cross_on_real_queries_is_the_block_on_the_padded_layout(attention):
     """``read_series_sequence`` runs norms, projections and the feed-forward network on the real queries only:
     the same as the cross-attention block on the padded [B, Ny] layout, read at the real queries."""
-    from tsattn.models.irregular import read_series_sequence
+    from tsattn.models.irregular_parts import read_series_sequence
 
     model, batch = build(attention, series_layers=1), observation_batch(dtype=torch.float64)
     block = model.series_cross[0]
@@ -562,11 +562,12 @@ def test_patch_length_none_is_the_model_as_before():
 def test_patch_cells_follow_the_patch_borders():
     """Patch p holds [-(p+1) L, -p L); a time at or after the origin goes to patch 0; one cell per observed
     (series, patch, variable), one set per observed (series, patch)."""
-    model = IrregularTransformer(V, d_model=16, n_heads=2, d_ff=32, patch_length=4.0, time_scale=0.5)
+    from tsattn.models.irregular_parts import patch_cells
+
     series = torch.tensor([0, 0, 0, 0, 1, 1, 1])
     var = torch.tensor([2, 2, 3, 2, 2, 2, 0])
     time = torch.tensor([-4.0, -4.5, -3.9, -20.0, -0.1, 0.0, -8.0]) * 0.5      # scaled, as in forward
-    cell, pair, cell_var, mid, number, empty = model._patch_cells(series, var, time)
+    cell, pair, cell_var, mid, number, empty = patch_cells(series, var, time, V, 4.0 * 0.5)
     n_sets = empty.shape[0]
     patch_of = [0, 1, 0, 4, 0, 0, 1]
     for e in range(7):
@@ -625,12 +626,15 @@ def test_token_length_none_is_the_model_as_before():
 def test_pooled_tokens_are_the_patch_means_in_time_order():
     """Brute force: per (series, variable, patch) the mean of the knots plus their offset features, plus the
     count term, at the mean time; tokens of a row in time order, counted per row."""
+    from tsattn.models.irregular_parts import pool_tokens
+
     torch.manual_seed(0)
     model = IrregularTransformer(V, d_model=8, n_heads=2, d_ff=16, token_length=4.0, time_scale=0.5).double()
     key = torch.tensor([0, 0, 0, 0, 3, 3, 7, 7, 7])
     time = torch.tensor([-20.0, -4.5, -4.0, -3.9, -8.0, -0.1, -9.0, -8.5, 0.0], dtype=torch.float64) * 0.5
     knots = torch.randn(9, 8, dtype=torch.float64)
-    tokens, c_key, rank, counts, mid = model._pool_tokens(knots, key, time, 10)
+    tokens, c_key, rank, counts, mid = pool_tokens(knots, key, time, 10, 4.0 * 0.5, model.token_offset,
+                                                    model.token_count)
     patch_of = [4, 1, 0, 0, 1, 0, 2, 2, 0]                  # [-(p+1) L, -p L), L = 4 h = 2 scaled
     cells = sorted({(int(key[e]), -patch_of[e]) for e in range(9)})
     assert c_key.tolist() == [k for k, _ in cells]
