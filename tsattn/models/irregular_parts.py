@@ -9,7 +9,7 @@ them (its state-dict keys and the order its weights are drawn in do not depend o
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple, Optional
+from typing import NamedTuple, Optional
 
 import torch
 from torch import Tensor, nn
@@ -349,7 +349,7 @@ class _QueryGroup(NamedTuple):
     width: int                 # the longest row's queries
     times: Tensor              # [R_g, width] query times (padded)
     bucket: Optional[int]      # the history bucket the rows read (None: never observed, the sink alone)
-    slots: Any                 # [R_g] the rows' slots in that bucket (None bucket: R_g, an int)
+    slots: Optional[Tensor]    # [R_g] the rows' slots in that bucket (None: never observed)
     memory_times: Tensor       # [R_g, W] the knots' times
     memory_lengths: Tensor     # [R_g] the knots per row
 
@@ -373,7 +373,7 @@ def query_groups(buckets: _Buckets, counts: Tensor, times: list[Tensor], lengths
             slots = buckets.slot_of[g_rows]
             layout = (b, slots, times[b][slots], lengths[b][slots])
         else:
-            layout = (None, g_rows.numel(), q_time.new_zeros(g_rows.numel(), 1),
+            layout = (None, None, q_time.new_zeros(g_rows.numel(), 1),
                       torch.zeros(g_rows.numel(), dtype=torch.long, device=q_key.device))
         groups.append(_QueryGroup(index, g_slot, q_rank[index], width, g_times, *layout))
     return groups
@@ -393,7 +393,7 @@ def decode_layer(block: _Block, x: Tensor, memory: list[Tensor], groups: list[_Q
         q[g.slot, g.rank] = q_proj[g.index]
         q = q.view(q.shape[0], g.width, H, D).transpose(1, 2)                         # [R_g, H, M_g, D]
         if g.bucket is None:                                                          # the sink alone
-            k = v = q.new_zeros(g.slots, H, 1, D)
+            k = v = q.new_zeros(q.shape[0], H, 1, D)
         else:
             k, v = (t[g.slots].transpose(1, 2) for t in keys[g.bucket])               # [R_g, H, W_b, D]
         og = attn.attend(q, k, v, g.times, g.memory_times, g.memory_lengths)          # [R_g, H, M_g, D]
