@@ -723,3 +723,58 @@ def test_count_features_read_how_often_each_variable_was_observed():
     torch.testing.assert_close(change[others], torch.zeros_like(change[others]), rtol=0.0, atol=1e-12)
     with pytest.raises(TypeError, match="count_features"):
         IrregularTransformer(V, count_features=1)
+
+
+def test_query_pattern_features():
+    """Per query: the variables its series requests at the same time (itself included), then log(1 + n), n the
+    queries of its (series, variable); series are kept apart, and no queries give no rows."""
+    from tsattn.models.irregular_parts import query_pattern
+
+    series = torch.tensor([0, 0, 0, 1, 1, 0])
+    time = torch.tensor([1.0, 1.0, 2.0, 1.0, 3.0, 2.0], dtype=torch.float64)
+    var = torch.tensor([0, 2, 2, 1, 1, 3])
+    key = series * 4 + var
+    counts = torch.bincount(key, minlength=8)
+    out = query_pattern(series, time, var, key, counts, 2, 4)
+    assert out.shape == (6, 5) and out.dtype == torch.float64
+    expected = torch.tensor([[1, 0, 1, 0], [1, 0, 1, 0], [0, 0, 1, 1], [0, 1, 0, 0], [0, 1, 0, 0], [0, 0, 1, 1]],
+                            dtype=torch.float64)
+    torch.testing.assert_close(out[:, :4], expected, rtol=0.0, atol=0.0)
+    torch.testing.assert_close(out[:, 4], torch.log1p(torch.tensor([1.0, 2.0, 2.0, 2.0, 2.0, 1.0],
+                                                                     dtype=torch.float64)))
+    assert query_pattern(series[:0], time[:0], var[:0], key[:0], counts, 2, 4).shape == (0, 5)
+
+
+def test_query_pattern_reads_the_other_queries_and_is_off_by_default():
+    """The diagnostic draws the other weights as without it; with its embedding at zero the forecast is the
+    model's without it; otherwise a query added at the time of another query of the same series moves that
+    query's forecast (the model without it: not; test_a_query_depends_on_its_own_time_and_variable_only), and
+    no other series' forecast."""
+    drawn = []
+    for kw in ({}, {"query_pattern": True}):
+        torch.manual_seed(0)
+        drawn.append(dict(IrregularTransformer(V, d_model=16, n_heads=2, d_ff=32, **kw).named_parameters()))
+    assert set(drawn[1]) - set(drawn[0]) == {"pattern_embedding.weight", "pattern_embedding.bias"}
+    torch.testing.assert_close({k: drawn[1][k] for k in drawn[0]}, drawn[0], rtol=0.0, atol=0.0)
+    batch = observation_batch(dtype=torch.float64)
+    plain, model = build(), build(query_pattern=True)
+    missing = model.load_state_dict(plain.state_dict(), strict=False).missing_keys
+    assert sorted(missing) == ["pattern_embedding.bias", "pattern_embedding.weight"]
+    with torch.no_grad():
+        model.pattern_embedding.weight.zero_()
+        model.pattern_embedding.bias.zero_()
+    torch.testing.assert_close(model(**batch), plain(**batch), rtol=0.0, atol=0.0)
+    with torch.no_grad():
+        model.pattern_embedding.weight.normal_()
+    b, q = 2, int(torch.nonzero(batch["y_mask"][2])[0])          # series 2's first real query
+    added = {k: torch.cat([v, v[:, q:q + 1]], dim=1) for k, v in batch.items() if k.startswith("y_")}
+    added["y_var"][b, -1] = (batch["y_var"][b, q] + 1) % V        # another variable at the same time
+    added["y_mask"][[0, 1, 3], -1] = False
+    more = dict(batch, **added)
+    n = batch["y_time"].shape[1]
+    assert (model(**more)[b, q] - model(**batch)[b, q]).abs() > 1e-6
+    torch.testing.assert_close(plain(**more)[:, :n], plain(**batch), rtol=1e-12, atol=1e-12)
+    others = [0, 1, 3]
+    torch.testing.assert_close(model(**more)[others, :n], model(**batch)[others], rtol=1e-12, atol=1e-12)
+    with pytest.raises(TypeError, match="query_pattern"):
+        IrregularTransformer(V, query_pattern=1)

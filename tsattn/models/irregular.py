@@ -51,7 +51,8 @@ no time axis, and is softmax in both. Both attentions get the same time informat
 real times and the query's time features.
 
 No leakage: a query's forecast depends on the history and on that query's own time and variable
-only (queries never attend to each other; target values never enter the model).
+only (queries never attend to each other; target values never enter the model). The one exception is
+the diagnostic ``query_pattern=True`` (see its argument), which is not meant for forecasting.
 
 Efficiency: the sequences are short and ragged (PhysioNet: a variable has 1 to ~100 observations in
 24 h, median 3), so the observed (series, variable) rows are grouped by length into power-of-two
@@ -71,7 +72,7 @@ from .baselines import variable_means
 from .irregular_parts import (POSITIONS, TimeFeatures, _Block, _Buckets, _check_count, _check_length,
                               _check_rates, _check_residual_start, _group, _residual_start, _set_attention_layer,
                               decode_layer, drop_history, patch_block, patch_cells, pool_tokens, query_groups,
-                              read_series_sequence, row_positions, series_memory)
+                              query_pattern, read_series_sequence, row_positions, series_memory)
 from .patchtst import check_quantile_count, quantile_head
 from .registry import register_model
 from .value_scales import value_scales
@@ -154,6 +155,14 @@ class IrregularTransformer(nn.Module):
             The attentions average over a variable's knots (continuous attention over their time span), so
             how often a variable was measured (in clinical data, often how worried the staff were) is
             otherwise hard to read. False: none (the model as before, the same weights drawn).
+        query_pattern: a diagnostic, not an input for forecasting: each query also reads which variables its
+            series requests at the same time and how many queries its variable has (a learned embedding of
+            ``query_pattern``'s features, added to the query). A forecast then depends on the other requested
+            points; when the queries are the future observations (a benchmark's targets), that is the future
+            measurement pattern (which labs were drawn together, how often a variable will be measured), which
+            no one knows when forecasting, and which a model that puts the targets in its graph (GraFITi's
+            target edges) reads too. For measuring what that pattern is worth. False: none (the model as
+            before, the same weights drawn; a query's forecast depends on its own time and variable only).
     """
 
     def __init__(
@@ -187,6 +196,7 @@ class IrregularTransformer(nn.Module):
         value_norm: str = "none",
         data_step: bool = False,
         count_features: bool = False,
+        query_pattern: bool = False,
     ) -> None:
         super().__init__()
         check_quantile_count(n_quantiles)
@@ -259,6 +269,9 @@ class IrregularTransformer(nn.Module):
         if not isinstance(count_features, bool):
             raise TypeError(f"`count_features` must be True or False, got {count_features!r}")
         self.count_embedding = nn.Linear(1, d_model) if count_features else None   # created last, as above
+        if not isinstance(query_pattern, bool):
+            raise TypeError(f"`query_pattern` must be True or False, got {query_pattern!r}")
+        self.pattern_embedding = nn.Linear(n_variables + 1, d_model) if query_pattern else None   # last, as above
 
     def fit_statistics(self, loader: Iterable[dict[str, Tensor]], **facts: Any) -> None:
         """What the model takes from the fit's train samples (``Task.fit_statistics`` calls it): with
@@ -380,6 +393,9 @@ class IrregularTransformer(nn.Module):
         q_flat = (self.variable_embedding(q_var)
                   + self.query_state(state.reshape(B * V, d)[q_key])
                   + self.query_time(q_time) + self.query_last(last_features))            # [Q, d]
+        if self.pattern_embedding is not None:          # the diagnostic: what the other queries say
+            q_flat = q_flat + self.pattern_embedding(
+                query_pattern(q_key // V, q_time, q_var, q_key, q_counts, B, V).to(dtype))
 
         groups = query_groups(buckets, counts, times, lengths, q_key, q_rank, q_counts, q_time)
         x = q_flat                                                                        # [Q, d]

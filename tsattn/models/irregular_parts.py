@@ -189,6 +189,24 @@ def distinct_times(batch: Tensor, time: Tensor, n_series: int) -> tuple[Tensor, 
     return slot, counts, times, width
 
 
+def query_pattern(series: Tensor, time: Tensor, var: Tensor, key: Tensor, counts: Tensor, n_series: int,
+                  n_variables: int) -> Tensor:
+    """What a query can read from the other queries (``IrregularTransformer(query_pattern=True)``): per query
+    (series ``series`` [Q], ``time`` [Q], variable ``var`` [Q], (series, variable) ``key`` [Q]; ``counts``: queries
+    per key), [Q, V + 1]: which variables its series requests at the same time (0 / 1, itself included), then
+    log(1 + n), n the queries of its (series, variable)."""
+    out = time.new_zeros(time.shape[0], n_variables + 1)
+    if time.numel() == 0:
+        return out
+    slot, per_series, _, owner, _ = _distinct_ranks(series, time, n_series)
+    pair = (torch.cumsum(per_series, 0) - per_series)[series] + slot               # [Q]: its (series, time)
+    together = time.new_zeros(owner.shape[0], n_variables)
+    together[pair, var] = 1.0
+    out[:, :n_variables] = together[pair]
+    out[:, n_variables] = torch.log1p(counts[key].to(time.dtype))
+    return out
+
+
 def row_positions(time: Tensor, mask: Tensor, *, past: bool) -> Tensor:
     """Times replaced by the rank of their distinct time within each sample: what a model that reads
     rows as evenly spaced sees. ``past``: history, the latest time -> -1, the one before -> -2, ...;
