@@ -689,26 +689,35 @@ def test_a_patch_token_reads_the_set_of_its_observations():
     assert (knots(**swapped) - knots(**batch))[query].abs().max() > 1e-6
 
 
+def _opt_in_embedding(option, module, batch):
+    """An opt-in embedding ``option=True`` that creates ``module`` (a Linear) last: the other weights are drawn as
+    without it, a plain model's state dict loads with only its keys missing, and with it at zero the forecast is
+    the plain model's exactly. Returns (plain, model) with the embedding's weight drawn at random again."""
+    drawn = []
+    for kw in ({}, {option: True}):
+        torch.manual_seed(0)
+        drawn.append(dict(IrregularTransformer(V, d_model=16, n_heads=2, d_ff=32, **kw).named_parameters()))
+    assert set(drawn[1]) - set(drawn[0]) == {f"{module}.weight", f"{module}.bias"}
+    torch.testing.assert_close({k: drawn[1][k] for k in drawn[0]}, drawn[0], rtol=0.0, atol=0.0)
+    plain, model = build(), build(**{option: True})     # not residual: an output layer that is not zero
+    missing = model.load_state_dict(plain.state_dict(), strict=False).missing_keys
+    assert sorted(missing) == [f"{module}.bias", f"{module}.weight"]
+    layer = getattr(model, module)
+    with torch.no_grad():
+        layer.weight.zero_()
+        layer.bias.zero_()
+    torch.testing.assert_close(model(**batch), plain(**batch), rtol=0.0, atol=0.0)
+    with torch.no_grad():
+        layer.weight.normal_()
+    return plain, model
+
+
 def test_count_features_read_how_often_each_variable_was_observed():
     """The option draws the other weights as without it; with its embedding at zero the forecast is the model's
     without it; otherwise one more observation of a variable (a repeat of the last, 1e-6 earlier) moves that
     series' forecasts otherwise than in the same model without counts, and no other series'."""
-    drawn = []
-    for kw in ({}, {"count_features": True}):
-        torch.manual_seed(0)
-        drawn.append(dict(IrregularTransformer(V, d_model=16, n_heads=2, d_ff=32, **kw).named_parameters()))
-    assert set(drawn[1]) - set(drawn[0]) == {"count_embedding.weight", "count_embedding.bias"}
-    torch.testing.assert_close({k: drawn[1][k] for k in drawn[0]}, drawn[0], rtol=0.0, atol=0.0)
     batch = observation_batch(dtype=torch.float64)
-    plain, model = build(), build(count_features=True)       # not residual: an output layer that is not zero
-    missing = model.load_state_dict(plain.state_dict(), strict=False).missing_keys
-    assert sorted(missing) == ["count_embedding.bias", "count_embedding.weight"]
-    with torch.no_grad():
-        model.count_embedding.weight.zero_()
-        model.count_embedding.bias.zero_()
-    torch.testing.assert_close(model(**batch), plain(**batch), rtol=0.0, atol=0.0)
-    with torch.no_grad():
-        model.count_embedding.weight.normal_()
+    plain, model = _opt_in_embedding("count_features", "count_embedding", batch)
     # series 2: its last real observation repeated 1e-6 earlier (continuous attention: an interval of no length)
     b, n = 2, int(torch.nonzero(batch["x_mask"][2]).max())
     extra = {k: torch.cat([v, v[:, n:n + 1]], dim=1) for k, v in batch.items() if k.startswith("x_")}
@@ -750,22 +759,8 @@ def test_query_pattern_reads_the_other_queries_and_is_off_by_default():
     model's without it; otherwise a query added at the time of another query of the same series moves that
     query's forecast (the model without it: not; test_a_query_depends_on_its_own_time_and_variable_only), and
     no other series' forecast."""
-    drawn = []
-    for kw in ({}, {"query_pattern": True}):
-        torch.manual_seed(0)
-        drawn.append(dict(IrregularTransformer(V, d_model=16, n_heads=2, d_ff=32, **kw).named_parameters()))
-    assert set(drawn[1]) - set(drawn[0]) == {"pattern_embedding.weight", "pattern_embedding.bias"}
-    torch.testing.assert_close({k: drawn[1][k] for k in drawn[0]}, drawn[0], rtol=0.0, atol=0.0)
     batch = observation_batch(dtype=torch.float64)
-    plain, model = build(), build(query_pattern=True)
-    missing = model.load_state_dict(plain.state_dict(), strict=False).missing_keys
-    assert sorted(missing) == ["pattern_embedding.bias", "pattern_embedding.weight"]
-    with torch.no_grad():
-        model.pattern_embedding.weight.zero_()
-        model.pattern_embedding.bias.zero_()
-    torch.testing.assert_close(model(**batch), plain(**batch), rtol=0.0, atol=0.0)
-    with torch.no_grad():
-        model.pattern_embedding.weight.normal_()
+    plain, model = _opt_in_embedding("query_pattern", "pattern_embedding", batch)
     b, q = 2, int(torch.nonzero(batch["y_mask"][2])[0])          # series 2's first real query
     added = {k: torch.cat([v, v[:, q:q + 1]], dim=1) for k, v in batch.items() if k.startswith("y_")}
     added["y_var"][b, -1] = (batch["y_var"][b, q] + 1) % V        # another variable at the same time
