@@ -394,8 +394,7 @@ class IrregularTransformer(nn.Module):
                   + self.query_state(state.reshape(B * V, d)[q_key])
                   + self.query_time(q_time) + self.query_last(last_features))            # [Q, d]
         if self.pattern_embedding is not None:          # the diagnostic: what the other queries say
-            q_flat = q_flat + self.pattern_embedding(
-                query_pattern(q_key // V, q_time, q_var, q_key, q_counts, B, V).to(dtype))
+            q_flat = q_flat + self.pattern_embedding(query_pattern(q_key // V, q_time, q_var, q_key, q_counts, B, V))
 
         groups = query_groups(buckets, counts, times, lengths, q_key, q_rank, q_counts, q_time)
         x = q_flat                                                                        # [Q, d]
